@@ -1,0 +1,78 @@
+"""The headless agent core: messages, events, tools, providers and the loop.
+
+Nothing here imports IPython, ipykernel or widget libraries; the kernel and widget layers build
+on this package, never the other way round.
+"""
+
+from . import events
+from .agent import Agent
+from .errors import (
+    AgentError,
+    AuthenticationError,
+    ContextOverflowError,
+    ErrorInfo,
+    HookError,
+    ModelNotFoundError,
+    ProtocolError,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimitError,
+    RunError,
+    ToolError,
+    TransportError,
+    UserError,
+)
+from .hooks import BlockToolCall, Hooks, ToolCallInfo
+from .messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from .providers.base import ModelRequest, ModelSettings, Provider, ToolSpec
+from .result import RunResult
+from .retry import RetryPolicy
+from .tools import RunContext, Tool, ToolOutput, tool
+from .usage import ContextWindow, Usage
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AuthenticationError",
+    "BlockToolCall",
+    "ContextOverflowError",
+    "ContextWindow",
+    "ErrorInfo",
+    "HookError",
+    "Hooks",
+    "ImageBlock",
+    "Message",
+    "ModelNotFoundError",
+    "ModelRequest",
+    "ModelSettings",
+    "ProtocolError",
+    "Provider",
+    "ProviderError",
+    "ProviderUnavailable",
+    "RateLimitError",
+    "RetryPolicy",
+    "RunContext",
+    "RunError",
+    "RunResult",
+    "TextBlock",
+    "ThinkingBlock",
+    "Tool",
+    "ToolCallBlock",
+    "ToolCallInfo",
+    "ToolError",
+    "ToolOutput",
+    "ToolResultBlock",
+    "ToolSpec",
+    "TransportError",
+    "Usage",
+    "UserError",
+    "events",
+    "tool",
+]

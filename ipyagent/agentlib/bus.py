@@ -1,0 +1,116 @@
+"""The event bus of an agent: listeners registered with ``agent.on(...)`` and live streams.
+
+Emitting is synchronous and cheap — it sits on the per-token path. A listener that raises is
+logged and skipped (a broken display must not break the run); an async listener is scheduled
+as a task on the running loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from .errors import UserError
+from .events import EVENT_TYPES, AgentEvent
+
+__all__ = ["EventBus", "Listener", "Subscription"]
+
+log = logging.getLogger("ipyagent")
+
+Listener = Callable[[Any], Any]
+_ALL = "*"
+
+
+@dataclass(eq=False)
+class Subscription:
+    """Returned by ``agent.on``: call :meth:`remove` (or use it as a context manager) to stop."""
+
+    _bus: EventBus
+    _key: str
+    _listener: Listener
+
+    def remove(self) -> None:
+        self._bus.remove(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._listeners: dict[str, list[Subscription]] = {}
+        self._streams: list[asyncio.Queue[AgentEvent | None]] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def on(self, event: str | type[BaseModel], listener: Listener) -> Subscription:
+        key = _key(event)
+        sub = Subscription(self, key, listener)
+        self._listeners.setdefault(key, []).append(sub)
+        return sub
+
+    def remove(self, sub: Subscription) -> None:
+        subs = self._listeners.get(sub._key, [])
+        if sub in subs:
+            subs.remove(sub)
+
+    def has_listener(self, event_type: str) -> bool:
+        return bool(self._listeners.get(event_type) or self._listeners.get(_ALL))
+
+    @property
+    def has_stream(self) -> bool:
+        return bool(self._streams)
+
+    def open_stream(self) -> asyncio.Queue[AgentEvent | None]:
+        queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+        self._streams.append(queue)
+        return queue
+
+    def close_stream(self, queue: asyncio.Queue[AgentEvent | None]) -> None:
+        if queue in self._streams:
+            self._streams.remove(queue)
+
+    def emit(self, event: AgentEvent) -> None:
+        for queue in self._streams:
+            queue.put_nowait(event)
+        for key in (event.type, _ALL):
+            for sub in self._listeners.get(key, ()):
+                self._call(sub, event)
+
+    def _call(self, sub: Subscription, event: AgentEvent) -> None:
+        try:
+            result = sub._listener(event)
+            if inspect.isawaitable(result):
+                task = asyncio.ensure_future(result)
+                self._tasks.add(task)
+                task.add_done_callback(self._task_done)
+        except Exception:
+            log.exception("ipyagent: a listener for %r raised; it was skipped", event.type)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("ipyagent: an async listener raised", exc_info=task.exception())
+
+
+def _key(event: str | type[BaseModel]) -> str:
+    if isinstance(event, str):
+        if event != _ALL and event not in EVENT_TYPES:
+            raise UserError(
+                f"Unknown event type {event!r}.",
+                hint=f"Use '*' for every event, or one of: {', '.join(sorted(EVENT_TYPES))}.",
+                code="unknown_event",
+            )
+        return event
+    for key, cls in EVENT_TYPES.items():
+        if cls is event:
+            return key
+    raise UserError(f"{event!r} is not an event class.", hint="Pass e.g. TextDelta or 'text_delta'.")

@@ -1,0 +1,185 @@
+"""The error hierarchy of ipyagent, and the structured record every failure carries.
+
+Every failure a user can meet is an :class:`AgentError` (or is described by an
+:class:`ErrorInfo` on an event or a result). Each says what went wrong *and what to do next*::
+
+    AgentError
+    ├── UserError              the caller's mistake: a bad option, an unknown model, a wrong call
+    ├── ProviderError          the model provider answered with an error
+    │   ├── AuthenticationError    401/403: the key is missing, wrong or lacks access
+    │   ├── ModelNotFoundError     the provider does not know the model
+    │   ├── RateLimitError         429: slow down (retryable, may carry Retry-After)
+    │   ├── ProviderUnavailable    5xx, overloaded (retryable)
+    │   ├── ContextOverflowError   the request does not fit the model's context window
+    │   └── ProtocolError          the stream broke the wire format
+    ├── TransportError         connection refused/reset, timeouts (retryable)
+    ├── ToolError              a tool failed (normally a result the model reads, not raised)
+    ├── HookError              a hook raised
+    └── RunError               a guard stopped the run (repeated failures, empty replies, ...)
+
+This module owns the hierarchy and ``ErrorInfo``; translating a library's exceptions into it
+happens once, at each boundary (the provider adapters, the tool executor).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "AgentError",
+    "AuthenticationError",
+    "ContextOverflowError",
+    "ErrorInfo",
+    "HookError",
+    "Layer",
+    "ModelNotFoundError",
+    "ProtocolError",
+    "ProviderError",
+    "ProviderUnavailable",
+    "RateLimitError",
+    "RunError",
+    "Severity",
+    "ToolError",
+    "TransportError",
+    "UserError",
+]
+
+Layer = Literal["provider", "tool", "run", "hook", "permission", "transport", "user"]
+Severity = Literal["warning", "error", "fatal"]
+
+
+class ErrorInfo(BaseModel):
+    """What a failure event or a failed result says about the failure."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    layer: Layer
+    severity: Severity = "error"
+    retryable: bool = False
+    message: str
+    hint: str = ""
+    status_code: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.message} — {self.hint}" if self.hint else self.message
+
+
+class AgentError(Exception):
+    """Base of every error ipyagent raises. ``info`` is its structured description."""
+
+    layer: ClassVar[Layer] = "run"
+    default_code: ClassVar[str] = "agent_error"
+    default_retryable: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str = "",
+        code: str | None = None,
+        retryable: bool | None = None,
+        severity: Severity = "error",
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.info = ErrorInfo(
+            code=code or self.default_code,
+            layer=self.layer,
+            severity=severity,
+            retryable=self.default_retryable if retryable is None else retryable,
+            message=message,
+            hint=hint,
+            status_code=status_code,
+        )
+        #: Seconds the provider asked us to wait before retrying, when it said.
+        self.retry_after = retry_after
+
+    @property
+    def code(self) -> str:
+        return self.info.code
+
+    @property
+    def hint(self) -> str:
+        return self.info.hint
+
+    @property
+    def retryable(self) -> bool:
+        return self.info.retryable
+
+    def __str__(self) -> str:
+        return str(self.info)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep errors picklable across processes (pytest-xdist, multiprocessing tools).
+        return (_rebuild, (type(self), self.info, self.retry_after))
+
+
+def _rebuild(cls: type[AgentError], info: ErrorInfo, retry_after: float | None) -> AgentError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, info.message)
+    err.info = info
+    err.retry_after = retry_after
+    return err
+
+
+class UserError(AgentError):
+    """The caller's mistake: the message says what to change."""
+
+    layer = "user"
+    default_code = "user_error"
+
+
+class ProviderError(AgentError):
+    layer = "provider"
+    default_code = "provider_error"
+
+
+class AuthenticationError(ProviderError):
+    default_code = "authentication_failed"
+
+
+class ModelNotFoundError(ProviderError):
+    default_code = "model_not_found"
+
+
+class RateLimitError(ProviderError):
+    default_code = "rate_limited"
+    default_retryable = True
+
+
+class ProviderUnavailable(ProviderError):
+    default_code = "provider_unavailable"
+    default_retryable = True
+
+
+class ContextOverflowError(ProviderError):
+    default_code = "context_overflow"
+
+
+class ProtocolError(ProviderError):
+    default_code = "protocol_error"
+
+
+class TransportError(AgentError):
+    layer = "transport"
+    default_code = "transport_error"
+    default_retryable = True
+
+
+class ToolError(AgentError):
+    layer = "tool"
+    default_code = "tool_error"
+
+
+class HookError(AgentError):
+    layer = "hook"
+    default_code = "hook_failed"
+
+
+class RunError(AgentError):
+    layer = "run"
+    default_code = "run_failed"

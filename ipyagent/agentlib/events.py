@@ -1,0 +1,316 @@
+"""The events an agent run emits: one closed union, discriminated by ``type``.
+
+Widgets, logs, session writers and tests all consume the same objects. Every event is a frozen
+pydantic model and serializes to JSON through :data:`EVENT_ADAPTER`; code that branches over
+events ends in ``assert_never`` so that a new event type is a type error until handled.
+
+Order within a run::
+
+    run_started
+      request_started  (text|thinking)_(start|delta|end)*  tool_call_(start|delta|end)*
+        usage?  request_done | request_error(will_retry → the request's parts are discarded)
+      message_committed (the assistant message)
+      [permission_required → permission_resolved]  tool_executing  tool_result   (per call)
+      message_committed (the tool results)
+      ...
+    run_finished | run_failed | run_cancelled
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .errors import ErrorInfo
+from .messages import FinishReason, Message
+from .usage import ContextWindow, Usage
+
+__all__ = [
+    "EVENT_ADAPTER",
+    "EVENT_TYPES",
+    "AgentEvent",
+    "AskUserAnswered",
+    "AskUserRequired",
+    "CompactionCompleted",
+    "CompactionStarted",
+    "MessageCommitted",
+    "PermissionRequired",
+    "PermissionResolved",
+    "RequestDone",
+    "RequestError",
+    "RequestStarted",
+    "RunCancelled",
+    "RunFailed",
+    "RunFinished",
+    "RunStarted",
+    "TextDelta",
+    "TextEnd",
+    "TextStart",
+    "ThinkingDelta",
+    "ThinkingEnd",
+    "ThinkingStart",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolExecuting",
+    "ToolResult",
+    "UsageUpdated",
+    "Warning",
+]
+
+RunStatus = Literal["completed", "failed", "cancelled", "exhausted"]
+Decision = Literal["allow", "always", "deny"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+# -- run lifecycle -------------------------------------------------------------------------------
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    run_id: str
+    model: str
+    prompt: str
+
+
+class RunFinished(_Event):
+    """The run ended on its own: ``completed``, or ``exhausted`` when max_turns ran out."""
+
+    type: Literal["run_finished"] = "run_finished"
+    run_id: str
+    status: Literal["completed", "exhausted"]
+    text: str
+    usage: Usage
+    message: str = ""
+
+
+class RunFailed(_Event):
+    type: Literal["run_failed"] = "run_failed"
+    run_id: str
+    error: ErrorInfo
+    usage: Usage
+
+
+class RunCancelled(_Event):
+    type: Literal["run_cancelled"] = "run_cancelled"
+    run_id: str
+    usage: Usage
+
+
+# -- model requests ------------------------------------------------------------------------------
+
+
+class RequestStarted(_Event):
+    type: Literal["request_started"] = "request_started"
+    turn: int
+    attempt: int = 1
+    model: str
+
+
+class RequestDone(_Event):
+    type: Literal["request_done"] = "request_done"
+    turn: int
+    finish_reason: FinishReason
+    usage: Usage
+    duration: float
+
+
+class RequestError(_Event):
+    """A model request failed. With ``will_retry`` the loop retries after ``retry_in`` seconds
+    and whatever the failed attempt streamed is discarded."""
+
+    type: Literal["request_error"] = "request_error"
+    turn: int
+    attempt: int
+    error: ErrorInfo
+    will_retry: bool
+    retry_in: float | None = None
+
+
+# -- streamed content: ``index`` is the block's position in the assistant message ---------------
+
+
+class TextStart(_Event):
+    type: Literal["text_start"] = "text_start"
+    index: int
+
+
+class TextDelta(_Event):
+    type: Literal["text_delta"] = "text_delta"
+    index: int
+    delta: str
+
+
+class TextEnd(_Event):
+    type: Literal["text_end"] = "text_end"
+    index: int
+    text: str
+
+
+class ThinkingStart(_Event):
+    type: Literal["thinking_start"] = "thinking_start"
+    index: int
+
+
+class ThinkingDelta(_Event):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    index: int
+    delta: str
+
+
+class ThinkingEnd(_Event):
+    type: Literal["thinking_end"] = "thinking_end"
+    index: int
+    text: str
+    duration: float
+
+
+class ToolCallStart(_Event):
+    type: Literal["tool_call_start"] = "tool_call_start"
+    index: int
+    call_id: str
+    name: str
+
+
+class ToolCallDelta(_Event):
+    """A fragment of the call's JSON arguments, as the model streams them."""
+
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+    call_id: str
+    delta: str
+
+
+class ToolCallEnd(_Event):
+    type: Literal["tool_call_end"] = "tool_call_end"
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str
+
+
+# -- tools and the people around them ------------------------------------------------------------
+
+
+class ToolExecuting(_Event):
+    type: Literal["tool_executing"] = "tool_executing"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResult(_Event):
+    """A tool call's outcome. ``content`` is what the model reads; ``display`` (a MIME bundle)
+    is for the user only and never reaches the model."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    display: dict[str, Any] | None = None
+    duration: float = 0.0
+
+
+class PermissionRequired(_Event):
+    type: Literal["permission_required"] = "permission_required"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    description: str = ""
+
+
+class PermissionResolved(_Event):
+    type: Literal["permission_resolved"] = "permission_resolved"
+    call_id: str
+    decision: Decision
+    reason: str = ""
+
+
+class AskUserRequired(_Event):
+    type: Literal["ask_user_required"] = "ask_user_required"
+    question_id: str
+    question: str
+    choices: list[str] = []
+
+
+class AskUserAnswered(_Event):
+    type: Literal["ask_user_answered"] = "ask_user_answered"
+    question_id: str
+    answer: str | None
+
+
+# -- bookkeeping ---------------------------------------------------------------------------------
+
+
+class Warning(_Event):
+    type: Literal["warning"] = "warning"
+    code: str
+    message: str
+    hint: str = ""
+
+
+class UsageUpdated(_Event):
+    type: Literal["usage"] = "usage"
+    request: Usage
+    total: Usage
+    context: ContextWindow
+
+
+class MessageCommitted(_Event):
+    type: Literal["message_committed"] = "message_committed"
+    message: Message
+
+
+class CompactionStarted(_Event):
+    type: Literal["compaction_started"] = "compaction_started"
+    reason: Literal["threshold", "overflow", "manual"]
+    messages: int
+
+
+class CompactionCompleted(_Event):
+    type: Literal["compaction_completed"] = "compaction_completed"
+    dropped: int
+    summary: str
+    fallback: bool = False
+
+
+AgentEvent: TypeAlias = Annotated[
+    RunStarted
+    | RunFinished
+    | RunFailed
+    | RunCancelled
+    | RequestStarted
+    | RequestDone
+    | RequestError
+    | TextStart
+    | TextDelta
+    | TextEnd
+    | ThinkingStart
+    | ThinkingDelta
+    | ThinkingEnd
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | ToolExecuting
+    | ToolResult
+    | PermissionRequired
+    | PermissionResolved
+    | AskUserRequired
+    | AskUserAnswered
+    | Warning
+    | UsageUpdated
+    | MessageCommitted
+    | CompactionStarted
+    | CompactionCompleted,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+
+#: Every event class by its ``type`` literal — what ``agent.on("text_delta", ...)`` looks up.
+EVENT_TYPES: dict[str, type[BaseModel]] = {
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(AgentEvent)[0])
+}

@@ -1,0 +1,149 @@
+"""The provider-neutral transcript: messages made of content blocks.
+
+A conversation is a list of :class:`Message`. A user message holds text, images and the results
+of the tools the assistant called; an assistant message holds text, thinking and tool calls.
+Every block is a pydantic model discriminated by its ``type``, so a transcript serializes to JSON
+and back without loss (:data:`MESSAGE_ADAPTER`). How each provider spells these on the wire is the
+business of its adapter, not of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "MESSAGES_ADAPTER",
+    "MESSAGE_ADAPTER",
+    "ContentBlock",
+    "FinishReason",
+    "ImageBlock",
+    "Message",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "new_id",
+]
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error", "cancelled"]
+
+
+def new_id(prefix: str) -> str:
+    """A short random id such as ``call_3f9a0c1b2d4e``."""
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextBlock(_Block):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingBlock(_Block):
+    """Reasoning the model showed. ``signature`` must go back to the provider that made it;
+    ``redacted`` holds an opaque blob the provider sent instead of readable text."""
+
+    type: Literal["thinking"] = "thinking"
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+
+
+class ToolCallBlock(_Block):
+    """The assistant asks for a tool. ``arguments`` is the parsed object, or ``None`` when
+    ``raw_arguments`` is not a JSON object (the call then gets an error result, never runs)."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str
+
+    @classmethod
+    def from_raw(cls, *, id: str, name: str, raw_arguments: str) -> ToolCallBlock:
+        return cls(id=id, name=name, arguments=parse_arguments(raw_arguments), raw_arguments=raw_arguments)
+
+
+class ToolResultBlock(_Block):
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    name: str = ""
+    content: str
+    is_error: bool = False
+
+
+class ImageBlock(_Block):
+    """An image, inline as base64 ``data`` or by ``url``."""
+
+    type: Literal["image"] = "image"
+    media_type: str = "image/png"
+    data: str | None = None
+    url: str | None = None
+
+
+ContentBlock: TypeAlias = Annotated[
+    TextBlock | ThinkingBlock | ToolCallBlock | ToolResultBlock | ImageBlock,
+    Field(discriminator="type"),
+]
+
+
+class Message(BaseModel):
+    """One message of a transcript. ``model`` and ``finish_reason`` are set on assistant
+    messages; ``interrupted`` marks an assistant message cut short by a cancellation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: tuple[ContentBlock, ...]
+    id: str = Field(default_factory=lambda: new_id("msg"))
+    created: float = Field(default_factory=time.time)
+    model: str | None = None
+    finish_reason: FinishReason | None = None
+    interrupted: bool = False
+
+    @classmethod
+    def user(cls, text: str, *blocks: ContentBlock) -> Message:
+        content: list[ContentBlock] = [TextBlock(text=text)] if text else []
+        content.extend(blocks)
+        return cls(role="user", content=tuple(content))
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks joined (thinking and tool blocks left out)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolCallBlock]:
+        return [b for b in self.content if isinstance(b, ToolCallBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | None:
+    """Parse streamed tool-call arguments; an empty string means no arguments."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def tool_call_ids(messages: Iterable[Message]) -> set[str]:
+    return {call.id for m in messages for call in m.tool_calls}
+
+
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])

@@ -1,0 +1,139 @@
+"""The one contract between the agent loop and every model: :class:`Provider`.
+
+A provider turns a :class:`ModelRequest` into an async stream of :data:`ProviderEvent` — small
+deltas in the order the model produced them. Adapters own their wire format and nothing else:
+they do not assemble messages, assign tool-call ids, retry, or decide anything about tools. The
+loop's :class:`~ipyagent.agentlib.parts.PartsAssembler` turns these deltas into a message and
+into the public events.
+
+Failures are raised as :class:`~ipyagent.agentlib.errors.ProviderError` or
+:class:`~ipyagent.agentlib.errors.TransportError` (``retryable`` set where a retry may help).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ..messages import FinishReason, Message
+from ..usage import Usage
+
+__all__ = [
+    "PROVIDER_EVENT_ADAPTER",
+    "ModelRequest",
+    "ModelSettings",
+    "Provider",
+    "ProviderEvent",
+    "ResponseEnd",
+    "TextChunk",
+    "ThinkingChunk",
+    "ThinkingLevel",
+    "ToolCallChunk",
+    "ToolSpec",
+    "UsageReport",
+]
+
+ThinkingLevel = Literal["none", "low", "medium", "high"]
+PartKey: TypeAlias = int | str | None
+
+
+class ToolSpec(BaseModel):
+    """What the model is told about a tool: its name, description and JSON schema."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ModelSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    thinking: ThinkingLevel | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+class ModelRequest(BaseModel):
+    """One model call: ``model`` is the provider's own model name (no endpoint prefix)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    system: str = ""
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    settings: ModelSettings = ModelSettings()
+
+
+class _Chunk(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class TextChunk(_Chunk):
+    """Text to append. A chunk with a different ``key`` than the text before it starts a new
+    block (Anthropic's block index); ``None`` continues the current one."""
+
+    type: Literal["text"] = "text"
+    text: str
+    key: PartKey = None
+
+
+class ThinkingChunk(_Chunk):
+    type: Literal["thinking"] = "thinking"
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+    key: PartKey = None
+
+
+class ToolCallChunk(_Chunk):
+    """A fragment of a tool call. Fragments with the same ``key`` belong to one call: ``id`` and
+    ``name`` may come only on the first, ``arguments`` are concatenated."""
+
+    type: Literal["tool_call"] = "tool_call"
+    key: int | str
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+class UsageReport(_Chunk):
+    """Usage for this response so far. Reports replace each other, they never add up."""
+
+    type: Literal["usage"] = "usage"
+    usage: Usage
+    context_limit: int | None = None
+
+
+class ResponseEnd(_Chunk):
+    type: Literal["end"] = "end"
+    finish_reason: FinishReason = "stop"
+    response_id: str | None = None
+
+
+ProviderEvent: TypeAlias = Annotated[
+    TextChunk | ThinkingChunk | ToolCallChunk | UsageReport | ResponseEnd,
+    Field(discriminator="type"),
+]
+PROVIDER_EVENT_ADAPTER: TypeAdapter[ProviderEvent] = TypeAdapter(ProviderEvent)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model the agent can call.
+
+    ``model_id`` is the qualified ``<endpoint>/<model>`` string; ``context_limit`` the model's
+    window in tokens when known.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def context_limit(self) -> int | None: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]: ...

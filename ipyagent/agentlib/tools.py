@@ -1,0 +1,252 @@
+"""Tools: plain Python functions the model may call.
+
+:func:`tool` turns a sync or async function into a :class:`Tool`: its name, its docstring's
+summary as the description, a JSON schema built by pydantic from the type hints (parameter
+descriptions from the docstring), and validation of the model's arguments. Omitted arguments
+are not passed at all, so the function's own defaults apply. A parameter annotated
+:class:`RunContext` is filled in by the agent and hidden from the model.
+
+Whether a tool is ``read_only`` decides how the agent runs it: read-only tools run at once and
+concurrently; all others change something, so they ask for permission and run one at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from .docstrings import parse_docstring
+from .errors import UserError
+from .providers.base import ToolSpec
+
+__all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class ToolOutput(BaseModel):
+    """What a tool returns when it has more to say than a string.
+
+    ``text`` goes to the model. ``display`` is a MIME bundle (``{"text/html": ..., "image/png":
+    <base64>}``) shown to the user and never sent to the model.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    display: dict[str, Any] | None = None
+    is_error: bool = False
+
+
+@dataclass
+class RunContext:
+    """Handed to a tool that asks for it with a parameter annotated ``RunContext``."""
+
+    run_id: str
+    call_id: str
+    tool_name: str
+    _ask: Callable[[str, list[str]], Awaitable[str | None]] = field(repr=False)
+
+    async def ask_user(self, question: str, choices: list[str] | None = None) -> str | None:
+        """Ask the person at the keyboard; ``None`` when nobody can answer (a headless run)."""
+        return await self._ask(question, list(choices or []))
+
+
+class ToolArgumentsError(Exception):
+    """The model's arguments do not fit the tool; ``str()`` is written for the model."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the agent may call. Build one with :func:`tool`."""
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    arguments_model: type[BaseModel]
+    read_only: bool = False
+    timeout: float | None = None
+    context_parameter: str | None = None
+    positional_only: tuple[str, ...] = ()
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name, description=self.description, parameters=_schema(self.arguments_model)
+        )
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments, holding only what the model gave (defaults stay the
+        function's own)."""
+        try:
+            parsed = self.arguments_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolArgumentsError(_describe_validation(self.name, exc)) from exc
+        given = parsed.model_fields_set
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields if name in given}
+
+    async def call(self, arguments: dict[str, Any], context: RunContext) -> Any:
+        """Run the function. Sync functions run in a worker thread so the loop stays live."""
+        kwargs = dict(arguments)
+        if self.context_parameter:
+            kwargs[self.context_parameter] = context
+        args = [kwargs.pop(name) for name in self.positional_only if name in kwargs]
+        if _is_async(self.function):
+            return await self.function(*args, **kwargs)
+        result = await asyncio.to_thread(self.function, *args, **kwargs)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+
+@overload
+def tool(function: F, /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    timeout: float | None = None,
+) -> Callable[[F], Tool]: ...
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    timeout: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a tool from a function: ``@tool``, ``@tool(read_only=True)`` or ``tool(fn)``.
+
+    Args:
+        name: The name the model sees (default: the function's name).
+        description: What the model is told (default: the docstring's summary).
+        read_only: True when the tool changes nothing; it then runs without asking.
+        timeout: Seconds before the call is abandoned with an error result (default: the agent's).
+    """
+
+    def build(fn: Callable[..., Any]) -> Tool:
+        return _build(fn, name=name, description=description, read_only=read_only, timeout=timeout)
+
+    return build(function) if function is not None else build
+
+
+def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
+    return obj if isinstance(obj, Tool) else tool(obj)
+
+
+def to_output(value: Any) -> ToolOutput:
+    """What the model reads for a tool's return value."""
+    if isinstance(value, ToolOutput):
+        return value
+    if value is None:
+        return ToolOutput(text="(done, no output)")
+    if isinstance(value, str):
+        return ToolOutput(text=value)
+    if isinstance(value, BaseModel):
+        return ToolOutput(text=value.model_dump_json())
+    try:
+        return ToolOutput(text=json.dumps(value, default=str, ensure_ascii=False))
+    except (TypeError, ValueError):
+        return ToolOutput(text=repr(value))
+
+
+def _build(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    read_only: bool,
+    timeout: float | None,
+) -> Tool:
+    tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    if not _NAME.match(tool_name):
+        raise UserError(
+            f"Tool name {tool_name!r} is not allowed.",
+            hint="Use 1-64 letters, digits, '_' or '-', e.g. @tool(name='get_weather').",
+            code="invalid_tool_name",
+        )
+    summary, param_docs = parse_docstring(inspect.getdoc(fn))
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # unresolvable forward references in user code
+        raise UserError(
+            f"Cannot read the type hints of tool {tool_name!r}: {exc}",
+            hint="Make every annotation importable where the function is defined.",
+            code="invalid_tool",
+        ) from exc
+    fields: dict[str, Any] = {}
+    context_parameter: str | None = None
+    positional_only: list[str] = []
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue  # *args/**kwargs have no schema; the model cannot fill them
+        annotation = hints.get(pname, Any)
+        if annotation is RunContext:
+            context_parameter = pname
+            continue
+        if param.kind is param.POSITIONAL_ONLY:
+            positional_only.append(pname)
+        default = ... if param.default is param.empty else param.default
+        fields[pname] = (annotation, Field(default, description=param_docs.get(pname) or None))
+    model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else summary,
+        function=fn,
+        arguments_model=model,
+        read_only=read_only,
+        timeout=timeout,
+        context_parameter=context_parameter,
+        positional_only=tuple(positional_only),
+    )
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
+    schema.pop("description", None)
+    schema.setdefault("properties", {})
+    schema["type"] = "object"
+    return schema
+
+
+def _strip_titles(node: Any) -> Any:
+    """Drop pydantic's auto-generated ``title`` keywords (noise for the model), but not a
+    property that happens to be called "title"."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "title" and isinstance(value, str):
+                continue
+            if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+                out[key] = {k: _strip_titles(v) for k, v in value.items()}
+            else:
+                out[key] = _strip_titles(value)
+        return out
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def _describe_validation(name: str, exc: ValidationError) -> str:
+    lines = [f"Invalid arguments for tool `{name}`:"]
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in error["loc"]) or "(arguments)"
+        lines.append(f"- {where}: {error['msg']}")
+    lines.append("Fix the arguments and call the tool again.")
+    return "\n".join(lines)

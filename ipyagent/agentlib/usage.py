@@ -1,0 +1,89 @@
+"""Token usage, cost, and how full the context window is.
+
+:class:`Usage` is per request or summed over many (``a + b``). :class:`ContextWindow` says how
+much of the model's window the conversation fills — exact when the provider reported the
+prompt size, otherwise estimated from the transcript and marked ``approximate``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from .messages import Message
+
+__all__ = ["ContextWindow", "Usage", "estimate_tokens"]
+
+# ~4 characters a token is the usual rule of thumb for English text and code with BPE tokenizers.
+CHARS_PER_TOKEN = 4
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = None
+    requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cost=cost,
+            requests=self.requests + other.requests,
+        )
+
+    def __str__(self) -> str:
+        text = f"{self.input_tokens:,} in / {self.output_tokens:,} out"
+        if self.cache_read_tokens:
+            text += f" ({self.cache_read_tokens:,} cached)"
+        if self.cost is not None:
+            text += f" · ${self.cost:.4f}"
+        return text
+
+
+class ContextWindow(BaseModel):
+    """``used`` tokens of ``limit`` (``None`` when the model's window is unknown)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    used: int
+    limit: int | None = None
+    approximate: bool = True
+
+    @property
+    def fraction(self) -> float | None:
+        return self.used / self.limit if self.limit else None
+
+    def __str__(self) -> str:
+        used = f"~{self.used:,}" if self.approximate else f"{self.used:,}"
+        if self.limit is None:
+            return f"{used} tokens"
+        return f"{used} / {self.limit:,} tokens ({100 * self.used / self.limit:.0f}%)"
+
+
+def estimate_tokens(system: str, messages: Iterable[Message]) -> int:
+    """A provider-independent estimate of the prompt size in tokens."""
+    chars = len(system)
+    for message in messages:
+        for block in message.content:
+            chars += (
+                len(json.dumps(block.model_dump(mode="json"))) if block.type != "text" else len(block.text)
+            )
+    return chars // CHARS_PER_TOKEN + 1
