@@ -10,7 +10,7 @@ kernel layer is imported only when IPython loads the extension.
 
 from __future__ import annotations
 
-from typing import Any
+import typing as _typing
 
 from .__about__ import __version__
 from .agentlib import (
@@ -51,17 +51,18 @@ __all__ = [
     "events",
     "load_ipython_extension",
     "tool",
+    "unload_ipython_extension",
 ]
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: _typing.Any) -> None:
     """Called by ``%load_ext ipyagent``: registers the ``%%agent`` and ``%agent`` magics."""
     from .kernel.extension import load_ipython_extension as load
 
     load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: _typing.Any) -> None:
     from .kernel.extension import unload_ipython_extension as unload
 
     unload(ipython)

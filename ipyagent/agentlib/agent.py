@@ -100,7 +100,10 @@ class Agent:
         self.max_repeated_calls = max_repeated_calls
         self.max_consecutive_failures = max_consecutive_failures
         self.max_result_chars = max_result_chars
-        self._messages: list[Message] = list(messages)
+        self._messages: list[Message] = []
+        self._call_ids: set[str] = set()  # every tool-call id in the transcript, kept as it grows
+        for message in messages:
+            self._append(message)
         self._usage = Usage()
         self._context: ContextWindow | None = None
         self._bus = EventBus()
@@ -159,6 +162,7 @@ class Agent:
         """Forget the conversation (not the configuration)."""
         self._require_idle("reset")
         self._messages.clear()
+        self._call_ids.clear()
         self._context = None
 
     # -- runs ------------------------------------------------------------------------------------
@@ -257,6 +261,7 @@ class Agent:
 
     def _append(self, message: Message) -> None:
         self._messages.append(message)
+        self._call_ids.update(call.id for call in message.tool_calls)
 
     def _take_queued(self) -> str:
         with self._queue_lock:

@@ -24,11 +24,16 @@ class PendingAnswers:
     def keys(self) -> list[str]:
         return list(self._futures)
 
-    async def wait(self, key: str) -> Any:
+    def open(self, key: str) -> asyncio.Future[Any]:
+        """Start waiting for ``key``. Open it *before* announcing the question: a listener may
+        answer synchronously, inside the announcement."""
         loop = asyncio.get_running_loop()
         self._loop, self._thread = loop, threading.get_ident()
         future: asyncio.Future[Any] = loop.create_future()
         self._futures[key] = future
+        return future
+
+    async def wait(self, key: str, future: asyncio.Future[Any]) -> Any:
         try:
             return await future
         finally:

@@ -16,7 +16,7 @@ _GOOGLE_ARGS = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Kwar
 _GOOGLE_OTHER = re.compile(r"^(Returns?|Yields?|Raises?|Examples?|Notes?|See Also|Attributes|Warnings?):\s*$")
 _GOOGLE_ITEM = re.compile(r"^(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 _NUMPY_HEADER = re.compile(r"^(\w[\w ]*)\n-{3,}\s*$", re.MULTILINE)
-_NUMPY_ITEM = re.compile(r"^(\*{0,2}\w+)\s*(:.*)?$")
+_NUMPY_ITEM = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(:.*)?$")
 _SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+):\s*(.*)$")
 _SPHINX_ANY = re.compile(r"^:\w+")
 
@@ -70,13 +70,13 @@ def _numpy(lines: list[str]) -> tuple[str, dict[str, str]]:
     summary: list[str] = []
     params: dict[str, str] = {}
     section: str | None = None
-    current: str | None = None
+    current: list[str] = []
     i = 0
     while i < len(lines):
         line = lines[i]
         if i + 1 < len(lines) and re.match(r"^-{3,}\s*$", lines[i + 1]) and line.strip():
             section = line.strip().lower()
-            current = None
+            current = []
             i += 2
             continue
         if section is None:
@@ -84,11 +84,12 @@ def _numpy(lines: list[str]) -> tuple[str, dict[str, str]]:
         elif section in ("parameters", "other parameters", "keyword arguments"):
             if line and not line[0].isspace():
                 item = _NUMPY_ITEM.match(line.strip())
-                if item:
-                    current = item.group(1).lstrip("*")
-                    params[current] = ""
-            elif current is not None and line.strip():
-                params[current] = f"{params[current]} {line.strip()}".strip()
+                if item:  # "x1, x2 : float" documents two parameters at once
+                    current = [n.strip().lstrip("*") for n in item.group(1).split(",")]
+                    params.update(dict.fromkeys(current, ""))
+            elif current and line.strip():
+                for name in current:
+                    params[name] = f"{params[name]} {line.strip()}".strip()
         i += 1
     return _summary(summary), params
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -139,10 +138,6 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def tool_call_ids(messages: Iterable[Message]) -> set[str]:
-    return {call.id for m in messages for call in m.tool_calls}
 
 
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)

@@ -14,7 +14,7 @@ tests can feed it chunks directly:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -79,8 +79,9 @@ _P = TypeVar("_P", _Text, _Thinking)
 class PartsAssembler:
     """Feed :meth:`feed` the provider's chunks in order; call :meth:`finish` at the end."""
 
-    def __init__(self, *, taken_ids: Iterable[str] = (), make_id: Callable[[], str] | None = None) -> None:
-        self._taken = set(taken_ids)
+    def __init__(self, *, taken_ids: Container[str] = (), make_id: Callable[[], str] | None = None) -> None:
+        self._taken = taken_ids  # the conversation's ids: read, never copied (it grows with the chat)
+        self._mine: set[str] = set()
         self._make_id = make_id or (lambda: new_id("call"))
         self._parts: list[_Part] = []
         self._calls: dict[int | str, int] = {}  # tool-call key -> index in _parts
@@ -233,7 +234,7 @@ class PartsAssembler:
         if self._open is None:
             return None
         part = self._parts[self._open]
-        if isinstance(part, kind) and part.key == key:
+        if isinstance(part, kind) and (key is None or part.key == key):
             return part
         return None
 
@@ -255,8 +256,11 @@ class PartsAssembler:
         return []
 
     def _own_id(self, proposed: str | None) -> str:
-        call_id = proposed if proposed and proposed not in self._taken else self._make_id()
-        while call_id in self._taken:
+        call_id = proposed if proposed and not self._is_taken(proposed) else self._make_id()
+        while self._is_taken(call_id):
             call_id = self._make_id()
-        self._taken.add(call_id)
+        self._mine.add(call_id)
         return call_id
+
+    def _is_taken(self, call_id: str) -> bool:
+        return call_id in self._taken or call_id in self._mine

@@ -40,7 +40,7 @@ from .events import (
     Warning,
 )
 from .hooks import BlockToolCall, ToolCallInfo, call_hook, hook_name
-from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id, tool_call_ids
+from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .parts import PartsAssembler
 from .providers.base import ModelRequest, Provider
 from .result import RunResult
@@ -96,13 +96,13 @@ class AgentRun:
                 reply = await self._model_turn()
                 self._commit(reply)
                 await self._after_model(reply)
-                queued = self.agent._take_queued()
                 if not reply.tool_calls:
-                    if queued:
+                    if queued := self.agent._take_queued():
                         self._commit(Message.user(queued))
                         continue
                     return self._finish("completed")
                 results = await self._run_tools(reply.tool_calls)
+                queued = self.agent._take_queued()
                 extra: tuple[ContentBlock, ...] = (TextBlock(text=queued),) if queued else ()
                 self._commit(Message(role="user", content=(*results, *extra)))
                 if self._failures >= self.agent.max_consecutive_failures:
@@ -139,7 +139,7 @@ class AgentRun:
             request = await self._build_request()
             self._emit(RequestStarted(turn=self.turn, attempt=attempt, model=self.provider.model_id))
             started = time.monotonic()
-            assembler = self._assembler = PartsAssembler(taken_ids=tool_call_ids(self.agent.messages))
+            assembler = self._assembler = PartsAssembler(taken_ids=self.agent._call_ids)
             try:
                 async for chunk in self.provider.stream(request):
                     for event in assembler.feed(chunk):
@@ -194,10 +194,12 @@ class AgentRun:
     async def _build_request(self) -> ModelRequest:
         agent = self.agent
         specs = [t.spec for t in agent.tools]
-        request = ModelRequest(
+        # Every part is already validated; re-validating the whole transcript each turn would
+        # make a long conversation quadratic.
+        request = ModelRequest.model_construct(
             model=self.provider.model_id.split("/", 1)[-1],
             system=agent.system_prompt(specs),
-            messages=list(agent.messages),
+            messages=list(agent._messages),
             tools=specs,
             settings=agent.settings,
         )
@@ -378,12 +380,14 @@ class AgentRun:
                 f"Denied: `{tool.name}` changes things and needs the user's permission, but nobody can "
                 "answer in this run. The user can allow it with auto_approve=True (or --yes)."
             )
+        key = f"permission:{call.id}"
+        future = agent._pending.open(key)
         self._emit(
             PermissionRequired(
                 call_id=call.id, name=tool.name, arguments=_jsonable(arguments), description=tool.description
             )
         )
-        decision: Decision = await agent._pending.wait(f"permission:{call.id}")
+        decision: Decision = await agent._pending.wait(key, future)
         if decision == "always":
             agent._always_allowed.add(tool.name)
         self._emit(PermissionResolved(call_id=call.id, decision=decision))
@@ -397,8 +401,10 @@ class AgentRun:
         if not self.agent._someone_can_answer("ask_user_required"):
             return None
         question_id = new_id("ask")
+        key = f"ask:{question_id}"
+        future = self.agent._pending.open(key)
         self._emit(AskUserRequired(question_id=question_id, question=question, choices=choices))
-        answer: str | None = await self.agent._pending.wait(f"ask:{question_id}")
+        answer: str | None = await self.agent._pending.wait(key, future)
         self._emit(AskUserAnswered(question_id=question_id, answer=answer))
         return answer
 

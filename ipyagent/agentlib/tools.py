@@ -17,11 +17,13 @@ import inspect
 import json
 import re
 import typing
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
+from pydantic.json_schema import PydanticJsonSchemaWarning
 
 from .docstrings import parse_docstring
 from .errors import UserError
@@ -30,7 +32,8 @@ from .providers.base import ToolSpec
 __all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_NO_DEFAULT: Any = inspect.Parameter.empty
 
 
 class ToolOutput(BaseModel):
@@ -76,13 +79,15 @@ class Tool:
     read_only: bool = False
     timeout: float | None = None
     context_parameter: str | None = None
-    positional_only: tuple[str, ...] = ()
+    #: Positional-only parameters in order, with their defaults (they cannot be passed by name).
+    positional_only: tuple[tuple[str, Any], ...] = ()
+    spec: ToolSpec = field(init=False)
 
-    @property
-    def spec(self) -> ToolSpec:
-        return ToolSpec(
+    def __post_init__(self) -> None:
+        spec = ToolSpec(
             name=self.name, description=self.description, parameters=_schema(self.arguments_model)
         )
+        object.__setattr__(self, "spec", spec)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments, holding only what the model gave (defaults stay the
@@ -92,14 +97,16 @@ class Tool:
         except ValidationError as exc:
             raise ToolArgumentsError(_describe_validation(self.name, exc)) from exc
         given = parsed.model_fields_set
-        return {name: getattr(parsed, name) for name in type(parsed).model_fields if name in given}
+        # __dict__, not getattr: a field may be called like a BaseModel method ("schema", "copy").
+        return {name: parsed.__dict__[name] for name in type(parsed).model_fields if name in given}
 
     async def call(self, arguments: dict[str, Any], context: RunContext) -> Any:
         """Run the function. Sync functions run in a worker thread so the loop stays live."""
         kwargs = dict(arguments)
         if self.context_parameter:
             kwargs[self.context_parameter] = context
-        args = [kwargs.pop(name) for name in self.positional_only if name in kwargs]
+        # An omitted positional-only argument still takes its place, with its default.
+        args = [kwargs.pop(name) if name in kwargs else default for name, default in self.positional_only]
         if _is_async(self.function):
             return await self.function(*args, **kwargs)
         result = await asyncio.to_thread(self.function, *args, **kwargs)
@@ -170,8 +177,8 @@ def _build(
     read_only: bool,
     timeout: float | None,
 ) -> Tool:
-    tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
-    if not _NAME.match(tool_name):
+    tool_name = name if name is not None else getattr(fn, "__name__", None) or type(fn).__name__
+    if not _NAME.fullmatch(tool_name):
         raise UserError(
             f"Tool name {tool_name!r} is not allowed.",
             hint="Use 1-64 letters, digits, '_' or '-', e.g. @tool(name='get_weather').",
@@ -179,7 +186,7 @@ def _build(
         )
     summary, param_docs = parse_docstring(inspect.getdoc(fn))
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = _parameter_hints(fn)
     except Exception as exc:  # unresolvable forward references in user code
         raise UserError(
             f"Cannot read the type hints of tool {tool_name!r}: {exc}",
@@ -188,19 +195,31 @@ def _build(
         ) from exc
     fields: dict[str, Any] = {}
     context_parameter: str | None = None
-    positional_only: list[str] = []
+    positional_only: list[tuple[str, Any]] = []
     for pname, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue  # *args/**kwargs have no schema; the model cannot fill them
+        if param.kind is param.POSITIONAL_ONLY:
+            positional_only.append((pname, param.default))
         annotation = hints.get(pname, Any)
         if annotation is RunContext:
             context_parameter = pname
             continue
-        if param.kind is param.POSITIONAL_ONLY:
-            positional_only.append(pname)
         default = ... if param.default is param.empty else param.default
         fields[pname] = (annotation, Field(default, description=param_docs.get(pname) or None))
-    model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    try:
+        with warnings.catch_warnings():
+            # Parameters called "schema", "json" or "copy" shadow BaseModel methods; harmless here.
+            warnings.filterwarnings(
+                "ignore", message="Field name .* shadows an attribute", category=UserWarning
+            )
+            model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    except (PydanticUserError, NameError, TypeError) as exc:
+        raise UserError(
+            f"Cannot make a tool of {tool_name!r}: {exc}",
+            hint="Rename parameters that start with '_'; give every parameter a type pydantic understands.",
+            code="invalid_tool",
+        ) from exc
     return Tool(
         name=tool_name,
         description=description if description is not None else summary,
@@ -213,16 +232,42 @@ def _build(
     )
 
 
+def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The parameters' resolved annotations. The return annotation is not needed, and with
+    ``from __future__ import annotations`` it often names something imported only locally."""
+    target = inspect.unwrap(fn)
+    raw = dict(getattr(target, "__annotations__", None) or getattr(type(fn), "__annotations__", {}))
+    raw.pop("return", None)
+    shim = _Annotated(raw, getattr(target, "__globals__", {}))
+    # RunContext resolves even where it was imported only locally (a common notebook pattern).
+    return typing.get_type_hints(
+        shim, globalns=shim.__globals__, localns={"RunContext": RunContext}, include_extras=True
+    )
+
+
+class _Annotated:
+    def __init__(self, annotations: dict[str, Any], globals_: dict[str, Any]) -> None:
+        self.__annotations__ = annotations
+        self.__globals__ = globals_
+
+
 def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
+    with warnings.catch_warnings():
+        # A default JSON cannot express (a sentinel object) is left out of the schema; fine.
+        warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
+        raw = model.model_json_schema()
+    schema: dict[str, Any] = _strip_titles(raw)
     schema.pop("description", None)
     schema.setdefault("properties", {})
     schema["type"] = "object"
     return schema
+
+
+_VALUES = frozenset({"default", "const", "enum", "examples"})  # data, not schema: keep as written
 
 
 def _strip_titles(node: Any) -> Any:
@@ -233,7 +278,9 @@ def _strip_titles(node: Any) -> Any:
         for key, value in node.items():
             if key == "title" and isinstance(value, str):
                 continue
-            if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            if key in _VALUES:
+                out[key] = value
+            elif key in ("properties", "$defs", "definitions") and isinstance(value, dict):
                 out[key] = {k: _strip_titles(v) for k, v in value.items()}
             else:
                 out[key] = _strip_titles(value)

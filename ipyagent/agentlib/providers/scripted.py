@@ -9,9 +9,9 @@
     ])
     agent = Agent(model=model, tools=[get_weather])
 
-Each turn answers one model request, in order; ``model.requests`` keeps what was asked. Text
-and arguments stream in small chunks (``chunk_size`` characters, ``delay`` seconds apart), so
-views and cancellation see a real stream.
+Each turn answers one model request, in order; ``model.requests`` keeps what was asked (unless
+``record_requests=False``, for very long runs). Text and arguments stream in small chunks
+(``chunk_size`` characters, ``delay`` seconds apart), so views and cancellation see a real stream.
 """
 
 from __future__ import annotations
@@ -131,6 +131,7 @@ class ScriptedModel:
         chunk_size: int = 4,
         delay: float = 0.0,
         context_limit: int | None = None,
+        record_requests: bool = True,
     ) -> None:
         self.turns: list[Turn] = list(turns)
         self.requests: list[ModelRequest] = []
@@ -138,6 +139,8 @@ class ScriptedModel:
         self.delay = delay
         self._model_id = model_id
         self._context_limit = context_limit
+        self._record = record_requests
+        self._served = 0
 
     @property
     def model_id(self) -> str:
@@ -152,8 +155,10 @@ class ScriptedModel:
         self.turns.extend(turns)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        index = len(self.requests)
-        self.requests.append(request)
+        index = self._served
+        self._served += 1
+        if self._record:
+            self.requests.append(request)
         if index >= len(self.turns):
             raise UserError(
                 f"ScriptedModel was asked for reply {index + 1}, but its script has {len(self.turns)}.",
@@ -211,7 +216,7 @@ class ScriptedModel:
         await asyncio.sleep(self.delay)
 
     def __repr__(self) -> str:
-        return f"ScriptedModel({self._model_id!r}, turns={len(self.turns)}, used={len(self.requests)})"
+        return f"ScriptedModel({self._model_id!r}, turns={len(self.turns)}, used={self._served})"
 
 
 def _steps(turn: Turn, request: ModelRequest) -> list[Step]:

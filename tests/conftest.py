@@ -1,0 +1,1 @@
+"""Puts this folder on sys.path (pytest's rootdir conftest), so tests can `import helpers`."""

@@ -1,0 +1,80 @@
+"""The package's shape: a cheap import, a headless core, and a complete public surface."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import ipyagent
+import ipyagent.agentlib
+import ipyagent.testing
+
+PACKAGE = Path(ipyagent.__file__).parent
+HEAVY = ("IPython", "ipykernel", "ipywidgets", "anywidget", "httpx", "traitlets", "comm")
+
+
+def loaded_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return {name.split(".")[0] for name in out.split()}
+
+
+def test_importing_ipyagent_loads_no_ipython_widgets_or_http_client() -> None:
+    loaded = loaded_after("import ipyagent; from ipyagent import Agent, tool")
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_the_core_runs_a_scripted_agent_without_ipython() -> None:
+    loaded = loaded_after(
+        "from ipyagent import Agent; from ipyagent.testing import ScriptedModel; "
+        "assert Agent(model=ScriptedModel(['hi'])).run_sync('x').text == 'hi'"
+    )
+    assert not loaded & {"IPython", "ipykernel", "ipywidgets", "anywidget"}
+
+
+def test_agentlib_never_imports_the_layers_above_it() -> None:
+    forbidden = ("IPython", "ipykernel", "ipywidgets", "anywidget", "ipyagent.kernel", "ipyagent.widgets")
+    offenders = []
+    for path in (PACKAGE / "agentlib").rglob("*.py"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: resolve against the module's package
+                    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level]
+                    base = ".".join((*package, base)) if base else ".".join(package)
+                names = [base]
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith(forbidden)]
+    assert offenders == []
+
+
+def public_names(module: object) -> set[str]:
+    return {name for name in vars(module) if not name.startswith("_")}
+
+
+def test_top_level_all_is_complete_and_importable() -> None:
+    exported = set(ipyagent.__all__)
+    for name in exported:
+        assert getattr(ipyagent, name) is not None
+    # Everything public the package defines or re-exports is in __all__, except its subpackages.
+    modules = {"agentlib", "testing", "kernel", "widgets", "annotations"}
+    assert public_names(ipyagent) - modules - exported == set()
+
+
+def test_agentlib_and_testing_all_are_complete() -> None:
+    for module in (ipyagent.agentlib, ipyagent.testing):
+        exported = set(module.__all__)
+        for name in exported:
+            assert hasattr(module, name), name
+        submodules = {n for n, v in vars(module).items() if type(v).__name__ == "module"}
+        assert public_names(module) - submodules - exported - {"annotations"} == set()
+
+
+def test_modules_stay_small() -> None:
+    big = {p.name: n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 800}
+    assert big == {}
