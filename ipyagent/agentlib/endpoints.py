@@ -1,17 +1,531 @@
-"""Endpoints: named records that say how to reach a model (placeholder until the HTTP adapters)."""
+"""Endpoints: the named records that say how to reach a model, and model-id resolution.
+
+A model is named everywhere by one string, ``<endpoint>/<model>``: ``openai/gpt-4.1``,
+``anthropic/claude-sonnet-4-5``, ``ollama/qwen3``, ``openrouter/meta-llama/llama-3-8b`` (the
+model part may contain slashes). :func:`provider_for` splits it, finds the :class:`Endpoint`
+and builds the adapter for the endpoint's ``kind``.
+
+Endpoints come from three places, later ones winning field by field:
+
+1. the built-ins: ``openai``, ``anthropic``, ``ollama``, ``openrouter``, ``groq``, ``together``,
+   ``deepseek``, reading the ecosystem's variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``,
+   ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``OLLAMA_HOST``, ...);
+2. the config file, ``$IPYAGENT_CONFIG`` or ``~/.config/ipyagent/config.toml``::
+
+       [endpoints.vllm]
+       kind = "openai"                        # openai | anthropic | ollama
+       base_url = "http://localhost:8000/v1"
+       api_key_env = "VLLM_API_KEY"           # optional; the *name* of the variable
+       headers = { "X-Team" = "research" }
+       context_limits = { "qwen2.5-coder-7b" = 32768 }
+
+3. :func:`register_endpoint` in code.
+
+Keys are read from the environment (or an ``api_key`` in the config file) when a provider is
+built, never from code, and are held in a :class:`~ipyagent.agentlib.providers._http.Secret`
+that no repr, error or event shows. A missing key fails here, before any request.
+
+This module imports no HTTP client: the adapters load when a provider is built.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from .errors import UserError
 from .providers.base import Provider
 
-__all__ = ["provider_for"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "Endpoint",
+    "EndpointKind",
+    "config_path",
+    "context_limit",
+    "endpoints",
+    "get_endpoint",
+    "provider_for",
+    "register_endpoint",
+    "register_provider_kind",
+    "split_model_id",
+    "unregister_endpoint",
+]
+
+EndpointKind = Literal["openai", "anthropic", "ollama", "local"]
+_KINDS = ("openai", "anthropic", "ollama", "local")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def provider_for(model_id: str) -> Provider:
-    """The provider for a qualified ``<endpoint>/<model>`` id."""
-    raise UserError(
-        f"Unknown model {model_id!r}: no endpoint is configured for it.",
-        hint="Pass a Provider instance (for example ipyagent.testing.ScriptedModel) as model=.",
-        code="unknown_endpoint",
+@dataclass(frozen=True)
+class Endpoint:
+    """How to reach the models of one endpoint.
+
+    ``base_url_env`` names a variable that, when set, replaces ``base_url``; ``key_env`` names the
+    variable holding the key (``None``: no key); ``key_required`` says whether a request without
+    a key is pointless (false for local servers). The ``reasoning_field``, ``thinking_param``,
+    ``max_tokens_field`` and ``think_tags`` fields tune the OpenAI-compatible adapter.
+    """
+
+    name: str
+    kind: EndpointKind
+    base_url: str = ""
+    base_url_env: str | None = None
+    key_env: str | None = None
+    key_required: bool = True
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    context_limits: Mapping[str, int] = field(default_factory=dict)
+    timeout: float | None = None
+    reasoning_field: str | None = None
+    thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort"
+    max_tokens_field: str = "max_tokens"
+    think_tags: bool = True
+    # A literal key from the config file; never settable from code (see register_endpoint).
+    api_key: str | None = field(default=None, repr=False, compare=False)
+
+    def resolved_base_url(self) -> str:
+        env = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""
+        url = env or self.base_url
+        return _ollama_host(url) if self.kind == "ollama" else url.rstrip("/")
+
+    def resolved_key(self) -> str | None:
+        """The key from ``key_env`` or the config file; a :class:`UserError` naming the variable
+        when it is required and missing."""
+        value = os.environ.get(self.key_env, "").strip() if self.key_env else ""
+        value = value or (self.api_key or "")
+        if value:
+            return value
+        if self.key_required and self.key_env:
+            raise UserError(
+                f"No API key for endpoint {self.name!r}: {self.key_env} is not set.",
+                hint=f"Set {self.key_env} in the kernel's environment (or an api_key under "
+                f"[endpoints.{self.name}] in {config_path()}), or pick another model with "
+                "`%agent model ...`.",
+                code="missing_api_key",
+            )
+        return None
+
+
+def _ollama_host(value: str) -> str:
+    """Normalise OLLAMA_HOST the way the ollama client does: ``0.0.0.0``, ``host:port`` and bare
+    hosts are accepted; the scheme defaults to http and the port to 11434."""
+    value = value.strip().rstrip("/") or "http://127.0.0.1:11434"
+    scheme, sep, rest = value.partition("://")
+    if not sep:
+        scheme, rest = "http", value
+    host, slash, path = rest.partition("/")
+    if host.startswith("0.0.0.0"):
+        host = "127.0.0.1" + host[len("0.0.0.0") :]  # a listening address, not one to connect to
+    if not re.search(r":\d+$", host) and not host.endswith("]"):
+        host += ":443" if scheme == "https" else ":11434"
+    return f"{scheme}://{host}{slash}{path}".rstrip("/")
+
+
+_BUILTINS: dict[str, Endpoint] = {
+    "openai": Endpoint(
+        "openai",
+        "openai",
+        base_url="https://api.openai.com/v1",
+        base_url_env="OPENAI_BASE_URL",
+        key_env="OPENAI_API_KEY",
+        max_tokens_field="max_completion_tokens",
+    ),
+    "anthropic": Endpoint(
+        "anthropic",
+        "anthropic",
+        base_url="https://api.anthropic.com",
+        base_url_env="ANTHROPIC_BASE_URL",
+        key_env="ANTHROPIC_API_KEY",
+    ),
+    "ollama": Endpoint(
+        "ollama",
+        "ollama",
+        base_url="http://127.0.0.1:11434",
+        base_url_env="OLLAMA_HOST",
+        key_env="OLLAMA_API_KEY",  # only hosted Ollama needs one
+        key_required=False,
+    ),
+    "openrouter": Endpoint(
+        "openrouter",
+        "openai",
+        base_url="https://openrouter.ai/api/v1",
+        key_env="OPENROUTER_API_KEY",
+        headers={"X-Title": "ipyagent"},
+        thinking_param="openrouter",
+    ),
+    # Groq, Together and DeepSeek pick reasoning by model, and their reasoning parameters are
+    # rejected by the models that do not reason, so no thinking parameter is sent.
+    "groq": Endpoint(
+        "groq",
+        "openai",
+        base_url="https://api.groq.com/openai/v1",
+        key_env="GROQ_API_KEY",
+        thinking_param="none",
+    ),
+    "together": Endpoint(
+        "together",
+        "openai",
+        base_url="https://api.together.xyz/v1",
+        key_env="TOGETHER_API_KEY",
+        thinking_param="none",
+    ),
+    "deepseek": Endpoint(
+        "deepseek",
+        "openai",
+        base_url="https://api.deepseek.com",
+        key_env="DEEPSEEK_API_KEY",
+        thinking_param="none",
+    ),
+    # "local" (llama-cpp-python on a GGUF file) is added by its own module through
+    # register_provider_kind("local", ...) and an Endpoint("local", "local").
+}
+
+_registered: dict[str, Endpoint] = {}
+
+
+class ProviderFactory(Protocol):
+    def __call__(self, endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None) -> Provider: ...
+
+
+def _openai(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None) -> Provider:
+    from .providers.openai import OpenAIDialect, OpenAIProvider
+
+    dialect = OpenAIDialect(
+        reasoning_field=endpoint.reasoning_field,
+        think_tags=endpoint.think_tags,
+        thinking_param=endpoint.thinking_param,
+        max_tokens_field=endpoint.max_tokens_field,
     )
+    return OpenAIProvider(model, dialect=dialect, **_common(endpoint, model, client))
+
+
+def _anthropic(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None) -> Provider:
+    from .providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(model, **_common(endpoint, model, client))
+
+
+def _ollama(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None) -> Provider:
+    from .providers.ollama import OllamaProvider
+
+    return OllamaProvider(model, think_tags=endpoint.think_tags, **_common(endpoint, model, client))
+
+
+def _common(endpoint: Endpoint, model: str, client: httpx.AsyncClient | None) -> dict[str, Any]:
+    from .providers._http import Secret
+
+    key = endpoint.resolved_key()  # first: a missing key must fail before anything else
+    return {
+        "endpoint": endpoint.name,
+        "base_url": endpoint.resolved_base_url(),
+        "api_key": Secret(key) if key else None,
+        "key_env": endpoint.key_env,
+        "headers": dict(endpoint.headers),
+        "client": client,
+        "timeout": endpoint.timeout,
+        "context_limit": context_limit(f"{endpoint.name}/{model}"),
+    }
+
+
+_FACTORIES: dict[str, ProviderFactory] = {"openai": _openai, "anthropic": _anthropic, "ollama": _ollama}
+
+
+def register_provider_kind(kind: EndpointKind, factory: ProviderFactory) -> None:
+    """Plug in the adapter that serves endpoints of ``kind`` (how ``local`` is added)."""
+    _FACTORIES[kind] = factory
+
+
+def register_endpoint(
+    name: str,
+    *,
+    kind: EndpointKind = "openai",
+    base_url: str = "",
+    key_env: str | None = None,
+    key_required: bool | None = None,
+    headers: Mapping[str, str] | None = None,
+    context_limits: Mapping[str, int] | None = None,
+    timeout: float | None = None,
+    reasoning_field: str | None = None,
+    thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort",
+    max_tokens_field: str = "max_tokens",
+    think_tags: bool = True,
+) -> Endpoint:
+    """Define (or replace) an endpoint, e.g. a local vLLM server::
+
+        register_endpoint("vllm", kind="openai", base_url="http://localhost:8000/v1")
+        Agent(model="vllm/Qwen/Qwen2.5-Coder-7B-Instruct")
+
+    The key is named, not given: ``key_env="MY_KEY"`` reads it from the environment when the
+    model is used, so it never lands in a notebook. ``key_required`` defaults to whether
+    ``key_env`` is set.
+    """
+    _check_name(name)
+    if kind not in _KINDS:
+        raise UserError(f"Unknown endpoint kind {kind!r}.", hint=f"Use one of {', '.join(_KINDS)}.")
+    endpoint = Endpoint(
+        name,
+        kind,
+        base_url=base_url,
+        key_env=key_env,
+        key_required=key_env is not None if key_required is None else key_required,
+        headers=dict(headers or {}),
+        context_limits=dict(context_limits or {}),
+        timeout=timeout,
+        reasoning_field=reasoning_field,
+        thinking_param=thinking_param,
+        max_tokens_field=max_tokens_field,
+        think_tags=think_tags,
+    )
+    _registered[name] = endpoint
+    return endpoint
+
+
+def unregister_endpoint(name: str) -> None:
+    """Forget an endpoint registered in code (built-ins and the config file are untouched)."""
+    _registered.pop(name, None)
+
+
+def _check_name(name: str) -> None:
+    if not _NAME.match(name):
+        raise UserError(
+            f"Invalid endpoint name {name!r}.",
+            hint="Use letters, digits, '-', '_' or '.', and no '/': the name is the first part of "
+            "'<endpoint>/<model>'.",
+            code="invalid_endpoint",
+        )
+
+
+def config_path() -> Path:
+    """``$IPYAGENT_CONFIG``, else ``$XDG_CONFIG_HOME/ipyagent/config.toml``, else
+    ``~/.config/ipyagent/config.toml``."""
+    explicit = os.environ.get("IPYAGENT_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
+    return Path(base).expanduser() / "ipyagent" / "config.toml"
+
+
+# Config keys and the Endpoint field each sets.
+_CONFIG_FIELDS = {
+    "kind": "kind",
+    "base_url": "base_url",
+    "api_key_env": "key_env",
+    "key_required": "key_required",
+    "api_key": "api_key",
+    "headers": "headers",
+    "context_limits": "context_limits",
+    "timeout": "timeout",
+    "reasoning_field": "reasoning_field",
+    "thinking_param": "thinking_param",
+    "max_tokens_field": "max_tokens_field",
+    "think_tags": "think_tags",
+}
+
+
+def _load_config(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.is_file():
+        return {}
+    # Imported here so that Python 3.10 needs tomli only when a config file exists.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        try:
+            import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+        except ImportError as exc:
+            raise UserError(
+                f"Reading {path} needs the 'tomli' package on Python 3.10.",
+                hint="pip install tomli, or upgrade to Python 3.11+.",
+                code="invalid_config",
+            ) from exc
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(
+            f"Could not read the ipyagent config file {path}: {exc}",
+            hint="Fix the file (it is TOML), or point IPYAGENT_CONFIG at another one.",
+            code="invalid_config",
+        ) from exc
+    sections = data.get("endpoints", {})
+    if not isinstance(sections, dict) or not all(isinstance(v, dict) for v in sections.values()):
+        raise UserError(
+            f"In {path}, 'endpoints' must be a table of tables ([endpoints.NAME]).",
+            hint="See `ipyagent.agentlib.endpoints?` for an example.",
+            code="invalid_config",
+        )
+    for name, section in sections.items():
+        unknown = sorted(set(section) - set(_CONFIG_FIELDS))
+        if unknown:
+            raise UserError(
+                f"In {path}, [endpoints.{name}] has unknown keys: {', '.join(unknown)}.",
+                hint=f"Known keys: {', '.join(_CONFIG_FIELDS)}.",
+                code="invalid_config",
+            )
+    return cast("dict[str, dict[str, Any]]", sections)
+
+
+def _from_config(name: str, section: Mapping[str, Any], base: Endpoint | None, path: Path) -> Endpoint:
+    _check_name(name)
+    values = {_CONFIG_FIELDS[k]: v for k, v in section.items()}
+    if base is None:
+        if values.get("kind") not in _KINDS:
+            raise UserError(
+                f"In {path}, [endpoints.{name}] needs kind = one of {', '.join(_KINDS)}.",
+                hint='Most servers speak the OpenAI format: kind = "openai".',
+                code="invalid_config",
+            )
+        values.setdefault("key_required", "key_env" in values)
+        base = Endpoint(name, values["kind"])
+    elif "base_url" in values:
+        values["base_url_env"] = None  # an explicit URL beats the ecosystem's variable
+    try:
+        endpoint = dataclasses.replace(base, **values)
+        _validate(endpoint)
+    except (TypeError, ValueError) as exc:
+        raise UserError(
+            f"In {path}, [endpoints.{name}] is invalid: {exc}",
+            hint="Check the types of its keys (strings, booleans, tables of integers).",
+            code="invalid_config",
+        ) from exc
+    return endpoint
+
+
+def _validate(endpoint: Endpoint) -> None:
+    if endpoint.kind not in _KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_KINDS)}")
+    for name in ("base_url", "max_tokens_field"):
+        if not isinstance(getattr(endpoint, name), str):
+            raise ValueError(f"{name} must be a string")
+    for name in ("key_env", "api_key", "reasoning_field"):
+        if getattr(endpoint, name) is not None and not isinstance(getattr(endpoint, name), str):
+            raise ValueError(f"{name} must be a string")
+    if not isinstance(endpoint.headers, Mapping) or not all(
+        isinstance(v, str) for v in endpoint.headers.values()
+    ):
+        raise ValueError("headers must be a table of strings")
+    if not isinstance(endpoint.context_limits, Mapping) or not all(
+        isinstance(v, int) for v in endpoint.context_limits.values()
+    ):
+        raise ValueError("context_limits must be a table of integers")
+    if endpoint.thinking_param not in ("reasoning_effort", "openrouter", "none"):
+        raise ValueError("thinking_param must be reasoning_effort, openrouter or none")
+
+
+def endpoints() -> dict[str, Endpoint]:
+    """Every endpoint known now: built-ins, then the config file, then code, merged."""
+    merged = dict(_BUILTINS)
+    path = config_path()
+    for name, section in _load_config(path).items():
+        merged[name] = _from_config(name, section, merged.get(name), path)
+    merged.update(_registered)
+    return merged
+
+
+def get_endpoint(name: str) -> Endpoint:
+    known = endpoints()
+    if name not in known:
+        raise UserError(
+            f"Unknown endpoint {name!r}.",
+            hint=f"Known endpoints: {', '.join(sorted(known))}. Define others in {config_path()} or with "
+            "ipyagent.agentlib.endpoints.register_endpoint(...).",
+            code="unknown_endpoint",
+        )
+    return known[name]
+
+
+def split_model_id(model_id: str) -> tuple[str, str]:
+    """``"openrouter/meta-llama/llama-3-8b"`` → ``("openrouter", "meta-llama/llama-3-8b")``."""
+    endpoint, sep, model = model_id.strip().partition("/")
+    if not sep or not endpoint or not model:
+        raise UserError(
+            f"{model_id!r} is not a model id of the form '<endpoint>/<model>'.",
+            hint="For example 'openai/gpt-4.1', 'anthropic/claude-sonnet-4-5' or 'ollama/qwen3'.",
+            code="invalid_model_id",
+        )
+    return endpoint, model
+
+
+def provider_for(model_id: str, *, client: httpx.AsyncClient | None = None) -> Provider:
+    """The provider for a qualified ``<endpoint>/<model>`` id.
+
+    Raises :class:`UserError` for a malformed id, an unknown endpoint, or a missing key (naming
+    the variable to set) — before any request is made.
+    """
+    name, model = split_model_id(model_id)
+    endpoint = get_endpoint(name)
+    factory = _FACTORIES.get(endpoint.kind)
+    if factory is None:
+        raise UserError(
+            f"Endpoint {name!r} needs the {endpoint.kind!r} provider, which is not installed.",
+            hint="Install the extra that provides it (for local models: pip install 'ipyagent[local]').",
+            code="provider_unavailable",
+        )
+    return factory(endpoint, model, client=client)
+
+
+# Context windows in tokens, matched as prefixes of the model name (the longest match wins).
+# Ollama's entries are the model's window; the server's own num_ctx may be smaller.
+_CONTEXT_LIMITS: dict[str, int] = {
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "gpt-oss": 131_072,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "claude": 200_000,
+    "deepseek-chat": 128_000,
+    "deepseek-reasoner": 128_000,
+    "deepseek-r1": 131_072,
+    "deepseek-v3": 131_072,
+    "llama-3.1": 131_072,
+    "llama-3.2": 131_072,
+    "llama-3.3": 131_072,
+    "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama3.3": 131_072,
+    "llama-3": 8_192,
+    "llama3": 8_192,
+    "qwen3": 40_960,
+    "qwen2.5": 32_768,
+    "qwen-2.5": 32_768,
+    "qwq": 131_072,
+    "mistral-large": 131_072,
+    "mistral": 32_768,
+    "mixtral": 32_768,
+    "gemma3": 131_072,
+    "gemma-3": 131_072,
+    "gemma2": 8_192,
+    "phi4": 16_384,
+    "phi-4": 16_384,
+}
+
+
+def context_limit(model_id: str) -> int | None:
+    """The context window of a model in tokens, when known (``None`` otherwise).
+
+    ``model_id`` may be qualified (the endpoint's ``context_limits`` are consulted first) or bare.
+    """
+    name, sep, model = model_id.partition("/")
+    if sep:
+        try:
+            override = get_endpoint(name).context_limits.get(model)
+        except UserError:
+            override = None
+        if override is not None:
+            return override
+    else:
+        model = name
+    base = model.rsplit("/", 1)[-1].lower().removeprefix("meta-")
+    best = max((p for p in _CONTEXT_LIMITS if base.startswith(p)), key=len, default=None)
+    return None if best is None else _CONTEXT_LIMITS[best]

@@ -1,0 +1,448 @@
+"""Shared httpx plumbing of the HTTP adapters: one streaming POST, and every error mapped once.
+
+:func:`stream_bytes` opens a streaming request and yields the body's bytes. Everything that can
+go wrong on the way is translated here, with ``raise ... from exc``, into the hierarchy of
+:mod:`ipyagent.agentlib.errors`:
+
+- an HTTP error status, by :func:`error_for_status` (401/403 authentication, 404 unknown model,
+  429 rate limit with ``Retry-After``, 408/409/5xx/529 unavailable, context overflow by message);
+- an error the provider reports *inside* a 200 stream, by :func:`error_from_payload` (the
+  adapters call it; it reuses the status rules through the error's type or code);
+- httpx exceptions (refused, reset, closed mid-body, timeouts) as retryable ``TransportError``.
+
+It also owns :class:`Secret`, the wrapper that keeps API keys out of reprs, and redaction of a
+key a server echoes back in an error body. It does not retry: the agent loop does, reading
+``retryable`` and ``retry_after``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ..errors import (
+    AgentError,
+    AuthenticationError,
+    ContextOverflowError,
+    ModelNotFoundError,
+    ProtocolError,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimitError,
+    TransportError,
+    UserError,
+)
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "ErrorContext",
+    "HTTPProvider",
+    "Secret",
+    "error_for_status",
+    "error_from_payload",
+    "parse_retry_after",
+    "stream_bytes",
+]
+
+# Reasoning models may think for minutes before their first streamed byte (OpenAI's o-series
+# streams no reasoning), so the read timeout is generous; connecting should be quick.
+DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=15.0)
+
+# An error body is read for its message only; a server answering 500 with megabytes of HTML
+# should not be buffered whole.
+_MAX_ERROR_BODY = 64 * 1024
+
+_OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "reduce the length",
+    "exceeds the context",
+    "maximum context",
+    "request_too_large",
+)
+
+# Error types and codes that providers put in a JSON error body or an in-stream error event,
+# and the HTTP status whose rules apply to them.
+_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "invalid_api_key": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "model_not_found": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "internal_error": 500,
+    "internal_server_error": 500,
+    "service_unavailable": 503,
+    "overloaded_error": 529,
+    "timeout_error": 504,
+}
+
+
+class Secret:
+    """An API key. Its repr and str never show it; :meth:`reveal` is called only to build the
+    request headers."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def redact(self, text: str) -> str:
+        """``text`` with every occurrence of the key masked (servers echo keys in 401 bodies)."""
+        # Keys shorter than this are placeholders ("EMPTY", "ollama") that local servers ignore;
+        # masking them would garble ordinary words in the message.
+        return text.replace(self._value, "***") if len(self._value) >= 8 else text
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class ErrorContext:
+    """What an error message needs to say which endpoint failed and what to do about it."""
+
+    endpoint: str
+    model: str
+    base_url: str
+    key_env: str | None = None
+    models_hint: str = ""
+    connect_hint: str = ""
+    secret: Secret | None = field(default=None, repr=False)
+
+    def redact(self, text: str) -> str:
+        return self.secret.redact(text) if self.secret is not None else text
+
+    @property
+    def who(self) -> str:
+        return f"{self.endpoint}/{self.model}"
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_for_status(
+    status: int,
+    message: str,
+    ctx: ErrorContext,
+    *,
+    err_type: str | None = None,
+    err_code: str | None = None,
+    retry_after: float | None = None,
+) -> ProviderError:
+    """The error for an HTTP ``status`` (or the status an in-stream error stands for)."""
+    message = ctx.redact(message.strip())[:1000] or f"HTTP {status}"
+    said = f"{ctx.endpoint} answered {status} for {ctx.who}: {message}"
+    lowered = f"{message} {err_type or ''} {err_code or ''}".lower()
+    kw: dict[str, Any] = {"status_code": status, "retry_after": retry_after}
+    key = f"the key in {ctx.key_env}" if ctx.key_env else "the endpoint's key"
+
+    if status not in (401, 403, 429) and any(marker in lowered for marker in _OVERFLOW_MARKERS):
+        return ContextOverflowError(
+            f"The conversation does not fit the context window of {ctx.who}: {message}",
+            hint="Compact the conversation (`%agent compact`), start a new one, or use a model with a "
+            "larger window.",
+            **kw,
+        )
+    if status == 401:
+        return AuthenticationError(
+            said, hint=f"Check {key}: the provider rejected it. Set a valid key and run again.", **kw
+        )
+    if status == 403:
+        return AuthenticationError(
+            said,
+            hint=f"{key[0].upper()}{key[1:]} was refused access to {ctx.model!r} — check the key and "
+            "the account's permissions, or pick another model with `%agent model ...`.",
+            code="permission_denied",
+            **kw,
+        )
+    if status == 404 or "model_not_found" in lowered or "not a valid model" in lowered:
+        return ModelNotFoundError(
+            said,
+            hint=(ctx.models_hint or "Check the model name.")
+            + f" If the model is right, check the endpoint's base URL ({ctx.base_url}).",
+            **kw,
+        )
+    if status == 429:
+        if "quota" in lowered or "billing" in lowered or "credit" in lowered:
+            return RateLimitError(
+                said,
+                hint="The account is out of quota or credits — top it up or use another endpoint; "
+                "retrying will not help.",
+                code="quota_exceeded",
+                retryable=False,
+                **kw,
+            )
+        return RateLimitError(said, hint="Rate limited — wait and retry, or slow down the requests.", **kw)
+    if status in (408, 409, 425) or status >= 500:
+        code = "overloaded" if status == 529 or "overloaded" in lowered else "provider_unavailable"
+        return ProviderUnavailable(
+            said, hint="A temporary failure on the provider's side — retry in a moment.", code=code, **kw
+        )
+    return ProviderError(
+        said,
+        hint="The provider rejected the request; the message above says why. Check the model's options "
+        "and the tools' schemas.",
+        code="bad_request" if status < 500 else "provider_error",
+        **kw,
+    )
+
+
+def error_from_payload(
+    error: Any, ctx: ErrorContext, *, status: int | None = None, retry_after: float | None = None
+) -> ProviderError:
+    """The error for a provider's JSON error object: ``{"message", "type", "code"}``, a bare
+    string, or anything else (which is shown as JSON)."""
+    if isinstance(error, Mapping):
+        message: Any = error.get("message") or error.get("detail") or error.get("error")
+        err_type = error.get("type")
+        err_code = error.get("code")
+        if isinstance(message, Mapping):
+            return error_from_payload(message, ctx, status=status, retry_after=retry_after)
+        message = _text(error if message is None else message)
+    else:
+        message, err_type, err_code = _text(error), None, None
+    err_type = err_type if isinstance(err_type, str) else None
+    err_code = err_code if isinstance(err_code, str | int) and not isinstance(err_code, bool) else None
+    if status is None or status < 400:
+        # An in-stream error carries no HTTP status; OpenRouter puts one in "code".
+        if isinstance(err_code, int) and 400 <= err_code < 600:
+            status = err_code
+        else:
+            status = _TYPE_STATUS.get(err_type or "", _TYPE_STATUS.get(str(err_code), 500))
+    return error_for_status(
+        status,
+        message,
+        ctx,
+        err_type=err_type,
+        err_code=str(err_code) if err_code is not None else None,
+        retry_after=retry_after,
+    )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str)[:1000]
+    except (ValueError, RecursionError):
+        return f"(an unreadable {type(value).__name__})"
+
+
+def _error_from_body(status: int, body: bytes, headers: httpx.Headers, ctx: ErrorContext) -> ProviderError:
+    retry_after = parse_retry_after(headers)
+    text = body.decode("utf-8", "replace")
+    try:
+        payload = json.loads(text)
+    except (ValueError, RecursionError):
+        payload = None
+    if isinstance(payload, Mapping):
+        inner = payload.get("error", payload)
+        return error_from_payload(inner, ctx, status=status, retry_after=retry_after)
+    return error_for_status(
+        status, text or httpx.codes.get_reason_phrase(status), ctx, retry_after=retry_after
+    )
+
+
+def map_httpx_error(exc: Exception, ctx: ErrorContext) -> AgentError:
+    """The error for an httpx exception raised while sending or reading a request."""
+    where = f"{ctx.endpoint} at {ctx.base_url}"
+    if isinstance(exc, httpx.ReadTimeout):
+        return TransportError(
+            f"{ctx.who} sent nothing for longer than the read timeout.",
+            hint="Retry; if the model thinks for long, raise the endpoint's timeout.",
+            code="read_timeout",
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return TransportError(
+            f"Timed out talking to {where} ({type(exc).__name__}).",
+            hint=ctx.connect_hint or "Check the network and the endpoint's base URL, then retry.",
+            code="timeout",
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return TransportError(
+            f"Could not connect to {where}: {ctx.redact(str(exc))}",
+            hint=ctx.connect_hint or "Check the network and the endpoint's base URL, then retry.",
+            code="connection_failed",
+        )
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return TransportError(
+            f"{where} closed the connection in the middle of the response.",
+            hint="Usually a dropped connection or a proxy timeout — retry.",
+            code="connection_closed",
+        )
+    if isinstance(exc, httpx.ReadError | httpx.WriteError):
+        return TransportError(
+            f"The connection to {where} was reset.",
+            hint="Usually a dropped connection — retry.",
+            code="connection_reset",
+        )
+    if isinstance(exc, httpx.DecodingError):
+        return ProtocolError(
+            f"{where} sent a body that could not be decoded ({exc}).",
+            hint="Check the endpoint's base URL; a proxy may be mangling the response.",
+            code="decoding_error",
+        )
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return UserError(
+            f"The base URL of endpoint {ctx.endpoint!r} is not a usable http(s) URL: {ctx.base_url!r}.",
+            hint="Fix the endpoint's base_url (or its environment variable), e.g. http://localhost:8000/v1.",
+            code="invalid_base_url",
+        )
+    return TransportError(
+        f"Request to {where} failed: {type(exc).__name__}: {ctx.redact(str(exc))}",
+        hint="Check the network and the endpoint's base URL, then retry.",
+    )
+
+
+async def stream_bytes(
+    *,
+    client: httpx.AsyncClient | None,
+    url: str,
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    ctx: ErrorContext,
+    timeout: httpx.Timeout | None = None,
+) -> AsyncGenerator[bytes, None]:
+    """POST ``body`` as JSON and yield the response body as it arrives.
+
+    A non-2xx status raises its mapped :class:`ProviderError` before anything is yielded. Without
+    a ``client`` a fresh one is used for this request only: an ``AsyncClient`` is bound to the
+    event loop it first ran on, and the kernel may drive runs from different loops.
+    ``timeout=None`` keeps a given client's own timeouts (or :data:`DEFAULT_TIMEOUT`).
+    """
+    owned = client is None
+    http = client if client is not None else httpx.AsyncClient(timeout=timeout or DEFAULT_TIMEOUT)
+    per_request: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+    try:
+        async with http.stream("POST", url, headers=dict(headers), json=body, **per_request) as response:
+            if not response.is_success:
+                raw = b""
+                async for chunk in response.aiter_bytes():
+                    raw += chunk
+                    if len(raw) >= _MAX_ERROR_BODY:
+                        break
+                raise _error_from_body(response.status_code, raw, response.headers, ctx)
+            async for chunk in response.aiter_bytes():
+                yield chunk
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise map_httpx_error(exc, ctx) from exc
+    finally:
+        if owned:
+            await http.aclose()
+
+
+class HTTPProvider:
+    """What the three HTTP adapters share: identity, credentials, headers, client and timeout.
+
+    Subclasses implement ``stream``. The key lives in a :class:`Secret`; subclasses reveal it
+    only to put it in the request headers.
+    """
+
+    #: Told to the user when a model name is unknown (overridden per wire format).
+    models_hint = ""
+    connect_hint = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str | Secret | None = None,
+        endpoint: str,
+        key_env: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        context_limit: int | None = None,
+    ) -> None:
+        self.model = model
+        self.endpoint = endpoint
+        self.base_url = base_url.rstrip("/")
+        self.key_env = key_env
+        self._secret = api_key if isinstance(api_key, Secret) or api_key is None else Secret(api_key)
+        self._headers = dict(headers or {})
+        self._client = client
+        # None: the given client's own timeouts, or DEFAULT_TIMEOUT for a client of our own.
+        self._timeout = (
+            timeout if timeout is None or isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        )
+        self._context_limit = context_limit
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.endpoint}/{self.model}"
+
+    @property
+    def context_limit(self) -> int | None:
+        return self._context_limit
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model_id={self.model_id!r}, base_url={self.base_url!r})"
+
+    def _wire_model(self, requested: str) -> str:
+        # The loop may pass the qualified id or nothing; the wire wants the bare model name.
+        return self.model if requested in ("", self.model_id) else requested
+
+    def _error_context(self, model: str) -> ErrorContext:
+        return ErrorContext(
+            endpoint=self.endpoint,
+            model=model,
+            base_url=self.base_url,
+            key_env=self.key_env,
+            models_hint=self.models_hint.format(base_url=self.base_url),
+            connect_hint=self.connect_hint,
+            secret=self._secret,
+        )
+
+    def _stream_bytes(
+        self, path: str, body: Mapping[str, Any], headers: Mapping[str, str], model: str
+    ) -> AsyncGenerator[bytes, None]:
+        return stream_bytes(
+            client=self._client,
+            url=self.base_url + path,
+            headers={**headers, **self._headers},
+            body=body,
+            ctx=self._error_context(model),
+            timeout=self._timeout,
+        )

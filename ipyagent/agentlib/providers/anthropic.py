@@ -1,0 +1,343 @@
+"""The Anthropic Messages wire format (streaming SSE).
+
+This module owns :func:`build_request` (our messages to ``POST {base_url}/v1/messages``, with the
+signed thinking blocks Anthropic needs back), :class:`AnthropicStreamParser` (decoded SSE events
+to provider events, sans-IO: text, thinking with its signature, redacted thinking, tool_use via
+``input_json_delta``, cumulative usage, ``error`` events after HTTP 200, pings) and
+:class:`AnthropicProvider`. It does not retry, assign tool-call ids or assemble messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+from ..errors import ProtocolError, UserError
+from ..messages import (
+    FinishReason,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from ..usage import Usage
+from ._http import ErrorContext, HTTPProvider, error_from_payload
+from ._sse import SSEDecoder, SSEEvent
+from .base import (
+    ModelRequest,
+    ProviderEvent,
+    ResponseEnd,
+    TextChunk,
+    ThinkingChunk,
+    ThinkingLevel,
+    ToolCallChunk,
+    UsageReport,
+)
+
+__all__ = ["AnthropicProvider", "AnthropicStreamParser", "build_request", "thinking_budget"]
+
+API_VERSION = "2023-06-01"
+# max_tokens is required by the API; this fits every current model's output limit.
+DEFAULT_MAX_TOKENS = 8192
+_MIN_BUDGET = 1024  # the API's smallest thinking budget
+_BUDGETS: dict[ThinkingLevel, int] = {"low": 2048, "medium": 8192, "high": 24576}
+
+_STOP: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+    "model_context_window_exceeded": "length",
+    # pause_turn asks the client to send the reply back so the model can go on; FinishReason has
+    # no such value, and "length" (incomplete) is the closest truthful one.
+    "pause_turn": "length",
+}
+
+
+def thinking_budget(level: ThinkingLevel | None) -> int | None:
+    """``budget_tokens`` for a thinking level (``None``: thinking off)."""
+    return None if level is None or level == "none" else _BUDGETS[level]
+
+
+def build_request(request: ModelRequest, *, model: str, endpoint: str = "anthropic") -> dict[str, Any]:
+    """The JSON body of a streaming Messages request.
+
+    Thinking blocks go back only with their signature and only to the endpoint that signed them
+    (``Message.model`` starts with ``endpoint/``); the API rejects foreign or unsigned ones.
+    """
+    settings = request.settings
+    budget = thinking_budget(settings.thinking)
+    max_tokens = settings.max_tokens
+    if budget is not None:
+        if max_tokens is None:
+            max_tokens = budget + DEFAULT_MAX_TOKENS
+        elif max_tokens <= _MIN_BUDGET:
+            raise UserError(
+                f"max_tokens={max_tokens} leaves no room for thinking (Anthropic needs a budget of at "
+                f"least {_MIN_BUDGET} tokens below max_tokens).",
+                hint="Raise max_tokens or set thinking='none'.",
+                code="invalid_settings",
+            )
+        elif budget >= max_tokens:
+            budget = max(_MIN_BUDGET, max_tokens // 2)
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": _messages(request.messages, endpoint),
+        "stream": True,
+    }
+    if request.system:
+        body["system"] = request.system
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    elif settings.temperature is not None:
+        # With thinking on the API accepts no temperature but 1, so it is only sent without.
+        body["temperature"] = settings.temperature
+    return body
+
+
+def _messages(messages: Any, endpoint: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = _user(message) if message.role == "user" else _assistant(message, endpoint)
+        if not content:
+            continue  # the API rejects empty messages (e.g. a reply interrupted at once)
+        if out and out[-1]["role"] == message.role:
+            out[-1]["content"].extend(content)  # roles must alternate
+        else:
+            out.append({"role": message.role, "content": content})
+    return out
+
+
+def _user(message: Message) -> list[dict[str, Any]]:
+    # Tool results must open the user turn that answers the calls.
+    results: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_call_id}
+            if block.content:
+                result["content"] = block.content
+            if block.is_error:
+                result["is_error"] = True
+            results.append(result)
+        elif isinstance(block, TextBlock) and block.text:
+            rest.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            source = (
+                {"type": "url", "url": block.url}
+                if block.url
+                else {"type": "base64", "media_type": block.media_type, "data": block.data or ""}
+            )
+            rest.append({"type": "image", "source": source})
+    return results + rest
+
+
+def _assistant(message: Message, endpoint: str) -> list[dict[str, Any]]:
+    own = message.model is None or message.model.split("/", 1)[0] == endpoint
+    out: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ThinkingBlock):
+            if not own:
+                continue  # another endpoint's signature would be rejected
+            if block.redacted:
+                out.append({"type": "redacted_thinking", "data": block.redacted})
+            elif block.signature:
+                out.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
+        elif isinstance(block, TextBlock) and block.text:
+            out.append({"type": "text", "text": block.text})
+        elif isinstance(block, ToolCallBlock):
+            # The wire needs an object; malformed arguments (kept raw in the transcript) got an
+            # error result from the loop, so an empty input tells the model nothing false.
+            out.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments or {}}
+            )
+    return out
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class AnthropicStreamParser:
+    """Sans-IO: feed :class:`SSEEvent` to :meth:`feed`, call :meth:`finish` at the end of the
+    body. Raises :class:`ProtocolError` for a broken stream and the mapped provider error for an
+    ``error`` event (``overloaded_error`` is retryable)."""
+
+    def __init__(self, ctx: ErrorContext, *, context_limit: int | None = None) -> None:
+        self._ctx = ctx
+        self._context_limit = context_limit
+        self._stopped = False
+        self._stop_reason: str | None = None
+        self._response_id: str | None = None
+        self._raw_usage: dict[str, int] = {}
+        # block index -> the input of a tool_use start, sent only if no input_json_delta follows
+        self._tool_input: dict[int, str] = {}
+
+    def feed(self, event: SSEEvent) -> list[ProviderEvent]:
+        if self._stopped:
+            return []
+        try:
+            payload = json.loads(event.data)
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+            raise ProtocolError(
+                f"{self._ctx.who} sent an event that is not JSON: {self._ctx.redact(event.data[:200])!r}",
+                hint="The server does not speak the Anthropic Messages stream — check the endpoint's "
+                "base URL and kind.",
+                code="invalid_json",
+            ) from exc
+        if not isinstance(payload, dict):
+            raise self._malformed("an event that is not a JSON object")
+        kind = payload.get("type", event.event)
+        if kind == "error" or event.event == "error":
+            raise error_from_payload(payload.get("error") or payload, self._ctx)
+        out: list[ProviderEvent] = []
+        if kind == "message_start":
+            message = payload.get("message")
+            if isinstance(message, dict):
+                if isinstance(message.get("id"), str):
+                    self._response_id = message["id"]
+                self._update_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            self._block_start(payload, out)
+        elif kind == "content_block_delta":
+            self._block_delta(payload, out)
+        elif kind == "content_block_stop":
+            index = self._index(payload)
+            pending = self._tool_input.pop(index, None)
+            if pending:
+                out.append(ToolCallChunk(key=index, arguments=pending))
+        elif kind == "message_delta":
+            delta = payload.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+                self._stop_reason = delta["stop_reason"]
+            self._update_usage(payload.get("usage"))
+        elif kind == "message_stop":
+            self._stopped = True
+        # "ping" and event types added after this was written are ignored on purpose.
+        return out
+
+    def _index(self, payload: dict[str, Any]) -> int:
+        index = payload.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise self._malformed("a content block event without an index")
+        return index
+
+    def _block_start(self, payload: dict[str, Any], out: list[ProviderEvent]) -> None:
+        index = self._index(payload)
+        block = payload.get("content_block")
+        if not isinstance(block, dict):
+            raise self._malformed("content_block_start without a content block")
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+            out.append(TextChunk(text=block["text"], key=index))
+        elif kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
+            out.append(ThinkingChunk(text=block["thinking"], key=index))
+        elif kind == "redacted_thinking":
+            data = block.get("data")
+            out.append(ThinkingChunk(redacted=data if isinstance(data, str) else "", key=index))
+        elif kind == "tool_use":
+            name, call_id = block.get("name"), block.get("id")
+            if not isinstance(name, str) or not name:
+                raise self._malformed("a tool_use block without a name")
+            out.append(ToolCallChunk(key=index, id=call_id if isinstance(call_id, str) else None, name=name))
+            start_input = block.get("input")
+            if isinstance(start_input, dict) and start_input:
+                self._tool_input[index] = json.dumps(start_input)
+
+    def _block_delta(self, payload: dict[str, Any], out: list[ProviderEvent]) -> None:
+        index = self._index(payload)
+        delta = payload.get("delta")
+        if not isinstance(delta, dict):
+            raise self._malformed("content_block_delta without a delta")
+        kind = delta.get("type")
+        if kind == "text_delta" and isinstance(delta.get("text"), str) and delta["text"]:
+            out.append(TextChunk(text=delta["text"], key=index))
+        elif kind == "thinking_delta" and isinstance(delta.get("thinking"), str) and delta["thinking"]:
+            out.append(ThinkingChunk(text=delta["thinking"], key=index))
+        elif kind == "signature_delta" and isinstance(delta.get("signature"), str):
+            out.append(ThinkingChunk(signature=delta["signature"], key=index))
+        elif kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+            self._tool_input.pop(index, None)  # the deltas carry the input; the start's is a stub
+            if delta["partial_json"]:
+                out.append(ToolCallChunk(key=index, arguments=delta["partial_json"]))
+
+    def _update_usage(self, usage: Any) -> None:
+        # Usage is cumulative: each report replaces the fields it carries.
+        if isinstance(usage, dict):
+            for name, value in usage.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self._raw_usage[name] = value
+
+    def _usage(self) -> Usage:
+        raw = self._raw_usage
+        read, write = raw.get("cache_read_input_tokens", 0), raw.get("cache_creation_input_tokens", 0)
+        # The wire's input_tokens leaves out both cache reads and cache writes. Ours is the whole
+        # prompt minus cache reads (input + cache_read_tokens = prompt), so writes are added in.
+        return Usage(
+            input_tokens=raw.get("input_tokens", 0) + write,
+            output_tokens=raw.get("output_tokens", 0),
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+            requests=1,
+        )
+
+    def _malformed(self, what: str) -> ProtocolError:
+        return ProtocolError(
+            f"{self._ctx.who} sent {what}.",
+            hint="The server does not speak the Anthropic Messages stream — check the endpoint's base URL "
+            "and kind.",
+            code="invalid_event",
+        )
+
+    def finish(self) -> list[ProviderEvent]:
+        """End of the body: check ``message_stop`` came, report usage and the stop reason."""
+        if not self._stopped:
+            raise ProtocolError(
+                f"The stream from {self._ctx.who} ended before message_stop.",
+                hint="The connection was probably cut — retry.",
+                code="incomplete_stream",
+                retryable=True,
+            )
+        out: list[ProviderEvent] = []
+        if self._raw_usage:
+            out.append(UsageReport(usage=self._usage(), context_limit=self._context_limit))
+        reason = _STOP.get(self._stop_reason or "end_turn", "stop")
+        out.append(ResponseEnd(finish_reason=reason, response_id=self._response_id))
+        return out
+
+
+class AnthropicProvider(HTTPProvider):
+    """A Claude model behind the Anthropic Messages API (``base_url`` without ``/v1``)."""
+
+    models_hint = "See the model names at https://docs.anthropic.com/en/docs/about-claude/models."
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        model = self._wire_model(request.model)
+        body = build_request(request, model=model, endpoint=self.endpoint)
+        headers = {"Accept": "text/event-stream", "anthropic-version": API_VERSION}
+        if self._secret is not None:
+            headers["x-api-key"] = self._secret.reveal()
+        parser = AnthropicStreamParser(self._error_context(model), context_limit=self.context_limit)
+        decoder = SSEDecoder()
+        # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
+        async with aclosing(self._stream_bytes("/v1/messages", body, headers, model)) as chunks:
+            async for data in chunks:
+                for event in decoder.feed(data):
+                    for out in parser.feed(event):
+                        yield out
+        for event in decoder.close():
+            for out in parser.feed(event):
+                yield out
+        for out in parser.finish():
+            yield out

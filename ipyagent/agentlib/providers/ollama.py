@@ -1,0 +1,287 @@
+"""Ollama's native chat API: ``POST {host}/api/chat``, streamed as NDJSON.
+
+This module owns :func:`build_request` (our messages to Ollama's, with base64 images, tool
+results as ``role: tool`` messages and the ``think`` parameter), :class:`OllamaStreamParser`
+(decoded lines to provider events, sans-IO: thinking, whole tool calls with object arguments,
+token counts from the final ``done`` line, ``{"error": ...}`` lines after HTTP 200) and
+:class:`OllamaProvider`. Ollama's OpenAI-compatible ``/v1`` is served by the openai adapter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+from ..errors import ProtocolError
+from ..messages import (
+    FinishReason,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from ..usage import Usage
+from ._http import ErrorContext, HTTPProvider, error_from_payload
+from ._sse import NDJSONDecoder
+from ._think_tags import ThinkTagSplitter
+from .base import (
+    ModelRequest,
+    ProviderEvent,
+    ResponseEnd,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallChunk,
+    UsageReport,
+)
+
+__all__ = ["OllamaProvider", "OllamaStreamParser", "build_request"]
+
+_DONE: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
+
+
+def build_request(request: ModelRequest, *, model: str, endpoint: str = "ollama") -> dict[str, Any]:
+    """The JSON body of a streaming ``/api/chat`` request."""
+    body: dict[str, Any] = {"model": model, "messages": _messages(request, endpoint), "stream": True}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in request.tools
+        ]
+    level = request.settings.thinking
+    if level is not None:
+        # gpt-oss takes a level and cannot switch thinking off; the others take a boolean.
+        if model.startswith("gpt-oss"):
+            body["think"] = "low" if level == "none" else level
+        else:
+            body["think"] = level != "none"
+    options: dict[str, Any] = {}
+    if request.settings.max_tokens is not None:
+        options["num_predict"] = request.settings.max_tokens
+    if request.settings.temperature is not None:
+        options["temperature"] = request.settings.temperature
+    if options:
+        body["options"] = options
+    return body
+
+
+def _messages(request: ModelRequest, endpoint: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
+    for message in request.messages:
+        if message.role == "user":
+            out.extend(_user(message))
+        else:
+            assistant = _assistant(message, endpoint)
+            if assistant is not None:
+                out.append(assistant)
+    return out
+
+
+def _user(message: Message) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {
+            "role": "tool",
+            "tool_name": b.name,
+            "content": f"Error: {b.content}"
+            if b.is_error and not b.content.lower().startswith("error")
+            else b.content,
+        }
+        for b in message.content
+        if isinstance(b, ToolResultBlock)
+    ]
+    texts: list[str] = []
+    images: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock) and block.text:
+            texts.append(block.text)
+        elif isinstance(block, ImageBlock):
+            if block.data:
+                images.append(block.data)  # Ollama takes bare base64, no data: URL
+            elif block.url:
+                # Ollama cannot fetch URLs; tell the model an image was there rather than drop it.
+                texts.append(f"[image: {block.url}]")
+    if texts or images:
+        user: dict[str, Any] = {"role": "user", "content": "\n\n".join(texts)}
+        if images:
+            user["images"] = images
+        out.append(user)
+    return out
+
+
+def _assistant(message: Message, endpoint: str) -> dict[str, Any] | None:
+    text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+    own = message.model is None or message.model.split("/", 1)[0] == endpoint
+    thinking = "".join(b.text for b in message.content if isinstance(b, ThinkingBlock)) if own else ""
+    calls = [
+        {"function": {"name": b.name, "arguments": b.arguments or {}}}
+        for b in message.content
+        if isinstance(b, ToolCallBlock)
+    ]
+    if not text and not calls:
+        return None
+    out: dict[str, Any] = {"role": "assistant", "content": text}
+    if thinking:
+        out["thinking"] = thinking
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class OllamaStreamParser:
+    """Sans-IO: feed NDJSON lines to :meth:`feed`, call :meth:`finish` at the end of the body.
+
+    Raises :class:`ProtocolError` for a broken stream and the mapped provider error for an
+    ``{"error": ...}`` line."""
+
+    def __init__(
+        self, ctx: ErrorContext, *, context_limit: int | None = None, think_tags: bool = True
+    ) -> None:
+        self._ctx = ctx
+        self._context_limit = context_limit
+        self._splitter = ThinkTagSplitter() if think_tags else None
+        self._done = False
+        self._done_reason: str | None = None
+        self._calls = 0
+        self._usage: Usage | None = None
+
+    def feed(self, line: str) -> list[ProviderEvent]:
+        if self._done:
+            return []
+        try:
+            payload = json.loads(line)
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+            raise ProtocolError(
+                f"{self._ctx.who} sent a line that is not JSON: {self._ctx.redact(line[:200])!r}",
+                hint="The server does not speak Ollama's /api/chat stream — check the endpoint's base URL "
+                "(OLLAMA_HOST) and kind.",
+                code="invalid_json",
+            ) from exc
+        if not isinstance(payload, dict):
+            raise ProtocolError(
+                f"{self._ctx.who} sent a line that is not a JSON object.",
+                hint="Check the endpoint's base URL (OLLAMA_HOST) and kind.",
+                code="invalid_chunk",
+            )
+        if payload.get("error"):
+            raise error_from_payload(payload["error"], self._ctx)
+        out: list[ProviderEvent] = []
+        message = payload.get("message")
+        if isinstance(message, dict):
+            thinking = message.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                out.append(ThinkingChunk(text=thinking))
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                self._content(content, out)
+            calls = message.get("tool_calls")
+            if isinstance(calls, list):
+                self._tool_calls(calls, out)
+        if payload.get("done") is True:
+            self._done = True
+            reason = payload.get("done_reason")
+            self._done_reason = reason if isinstance(reason, str) else None
+            self._usage = Usage(
+                input_tokens=_int(payload.get("prompt_eval_count")),
+                output_tokens=_int(payload.get("eval_count")),
+                requests=1,
+            )
+        return out
+
+    def _content(self, content: str, out: list[ProviderEvent]) -> None:
+        # Models whose thinking Ollama does not parse put it inline in <think> tags.
+        if self._splitter is None or self._splitter.settled:
+            out.append(TextChunk(text=content))
+            return
+        for kind, text in self._splitter.feed(content):
+            out.append(TextChunk(text=text) if kind == "text" else ThinkingChunk(text=text))
+
+    def _tool_calls(self, calls: list[Any], out: list[ProviderEvent]) -> None:
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                raise self._bad_call("a tool call without a function")
+            name = function.get("name")
+            if not isinstance(name, str) or not name:
+                raise self._bad_call("a tool call without a name")
+            arguments = function.get("arguments")
+            raw = (
+                arguments
+                if isinstance(arguments, str)
+                else json.dumps({} if arguments is None else arguments)
+            )
+            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
+            # Each call arrives whole; its "index" restarts at 0 on every line, so keys count calls.
+            out.append(ToolCallChunk(key=self._calls, id=call_id, name=name, arguments=raw))
+            self._calls += 1
+
+    def _bad_call(self, what: str) -> ProtocolError:
+        return ProtocolError(
+            f"{self._ctx.who} sent {what}.",
+            hint="The model's tool-call template may be broken — try another model or update Ollama.",
+            code="invalid_tool_call",
+        )
+
+    def finish(self) -> list[ProviderEvent]:
+        """End of the body: check the ``done`` line came, report usage and the stop reason."""
+        out: list[ProviderEvent] = []
+        if self._splitter is not None:
+            for kind, text in self._splitter.flush():
+                out.append(TextChunk(text=text) if kind == "text" else ThinkingChunk(text=text))
+        if not self._done:
+            raise ProtocolError(
+                f"The stream from {self._ctx.who} ended before its final line (done: true).",
+                hint="The connection was cut or the model runner crashed — retry; if it persists, check "
+                "the Ollama server's log.",
+                code="incomplete_stream",
+                retryable=True,
+            )
+        if self._usage is not None:
+            out.append(UsageReport(usage=self._usage, context_limit=self._context_limit))
+        # Ollama says "stop" after tool calls too.
+        reason: FinishReason = "tool_calls" if self._calls else _DONE.get(self._done_reason or "stop", "stop")
+        out.append(ResponseEnd(finish_reason=reason))
+        return out
+
+
+class OllamaProvider(HTTPProvider):
+    """A model served by Ollama's native API (``base_url`` is the host, e.g.
+    ``http://localhost:11434``). A key is optional: only hosted Ollama needs one."""
+
+    models_hint = "Pull the model with `ollama pull <model>`, or list the local ones with `ollama list`."
+    connect_hint = "Is Ollama running? Start it with `ollama serve`, or point OLLAMA_HOST at the server."
+
+    def __init__(self, model: str, *, think_tags: bool = True, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.think_tags = think_tags
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        model = self._wire_model(request.model)
+        body = build_request(request, model=model, endpoint=self.endpoint)
+        headers = {"Accept": "application/x-ndjson"}
+        if self._secret is not None:
+            headers["Authorization"] = f"Bearer {self._secret.reveal()}"
+        parser = OllamaStreamParser(
+            self._error_context(model), context_limit=self.context_limit, think_tags=self.think_tags
+        )
+        decoder = NDJSONDecoder()
+        # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
+        async with aclosing(self._stream_bytes("/api/chat", body, headers, model)) as chunks:
+            async for data in chunks:
+                for line in decoder.feed(data):
+                    for out in parser.feed(line):
+                        yield out
+        for line in decoder.close():
+            for out in parser.feed(line):
+                yield out
+        for out in parser.finish():
+            yield out

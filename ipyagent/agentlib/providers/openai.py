@@ -1,0 +1,364 @@
+"""The OpenAI-compatible Chat Completions wire format (streaming SSE).
+
+One adapter serves every server that speaks ``POST {base_url}/chat/completions`` with
+``stream: true``: OpenAI, OpenRouter, Groq, Together, DeepSeek, vLLM, llama.cpp's server,
+LM Studio and Ollama's ``/v1``. What differs between them is captured by :class:`OpenAIDialect`
+(where reasoning arrives, how the thinking level is asked for, the name of the token limit).
+
+This module owns :func:`build_request` (our messages to the wire), :class:`OpenAIStreamParser`
+(decoded SSE events to provider events, sans-IO) and :class:`OpenAIProvider`. It does not retry,
+assign tool-call ids or assemble messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import ProtocolError
+from ..messages import FinishReason, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from ..usage import Usage
+from ._http import ErrorContext, HTTPProvider, error_from_payload
+from ._sse import SSEDecoder, SSEEvent
+from ._think_tags import ThinkTagSplitter
+from .base import (
+    ModelRequest,
+    ProviderEvent,
+    ResponseEnd,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallChunk,
+    UsageReport,
+)
+
+__all__ = ["OpenAIDialect", "OpenAIProvider", "OpenAIStreamParser", "build_request"]
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+@dataclass(frozen=True)
+class OpenAIDialect:
+    """How one OpenAI-compatible server departs from OpenAI.
+
+    - ``reasoning_field``: a delta field holding reasoning text, checked before ``reasoning`` and
+      ``reasoning_content``.
+    - ``think_tags``: split a leading ``<think>…</think>`` out of the content.
+    - ``thinking_param``: how the thinking level is sent — OpenAI's ``reasoning_effort``,
+      OpenRouter's ``reasoning`` object, or not at all (the model decides).
+    - ``max_tokens_field``: OpenAI wants ``max_completion_tokens``; most others ``max_tokens``.
+    """
+
+    reasoning_field: str | None = None
+    think_tags: bool = True
+    thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort"
+    max_tokens_field: str = "max_tokens"
+
+
+def build_request(
+    request: ModelRequest, *, model: str, dialect: OpenAIDialect = OpenAIDialect()
+) -> dict[str, Any]:
+    """The JSON body of a streaming Chat Completions request."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": _messages(request.system, request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in request.tools
+        ]
+    settings = request.settings
+    if settings.max_tokens is not None:
+        body[dialect.max_tokens_field] = settings.max_tokens
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    level = settings.thinking
+    if level is not None:
+        if dialect.thinking_param == "reasoning_effort" and level != "none":
+            # "none" is left out rather than sent: older reasoning models reject it, and
+            # non-reasoning models do not think anyway.
+            body["reasoning_effort"] = level
+        elif dialect.thinking_param == "openrouter":
+            body["reasoning"] = {"enabled": False} if level == "none" else {"effort": level}
+    return body
+
+
+def _messages(system: str, messages: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if message.role == "user":
+            out.extend(_user(message))
+        else:
+            assistant = _assistant(message)
+            if assistant is not None:
+                out.append(assistant)
+    return out
+
+
+def _user(message: Message) -> list[dict[str, Any]]:
+    # Tool results must directly follow the assistant message that made the calls, so they go
+    # first, as "tool" messages, and any text or images of the same turn after them.
+    out: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": b.tool_call_id, "content": _result_text(b)}
+        for b in message.content
+        if isinstance(b, ToolResultBlock)
+    ]
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock) and block.text:
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            url = block.url or f"data:{block.media_type};base64,{block.data or ''}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        out.append({"role": "user", "content": parts[0]["text"]})
+    elif parts:
+        out.append({"role": "user", "content": parts})
+    return out
+
+
+def _result_text(block: ToolResultBlock) -> str:
+    # The wire has no error flag for tool results; say it in the content so the model knows.
+    if block.is_error and not block.content.lower().startswith("error"):
+        return f"Error: {block.content}"
+    return block.content
+
+
+def _assistant(message: Message) -> dict[str, Any] | None:
+    # Reasoning is not sent back: OpenAI does not accept it and DeepSeek rejects requests with it.
+    text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+    calls = [
+        {
+            "id": b.id,
+            "type": "function",
+            "function": {"name": b.name, "arguments": b.raw_arguments or "{}"},
+        }
+        for b in message.content
+        if isinstance(b, ToolCallBlock)
+    ]
+    if not text and not calls:
+        return None  # e.g. a reply interrupted before any text: an empty message is rejected
+    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def parse_usage(raw: dict[str, Any]) -> Usage:
+    """Usage from a Chat Completions ``usage`` object.
+
+    As everywhere in ipyagent, ``input_tokens + cache_read_tokens`` is the whole prompt: the
+    wire's ``prompt_tokens`` includes the cached ones, so they are taken out of it."""
+    prompt = raw.get("prompt_tokens_details")
+    completion = raw.get("completion_tokens_details")
+    cost = raw.get("cost")
+    cached = _int(prompt.get("cached_tokens")) if isinstance(prompt, dict) else 0
+    return Usage(
+        input_tokens=max(0, _int(raw.get("prompt_tokens")) - cached),
+        output_tokens=_int(raw.get("completion_tokens")),
+        cache_read_tokens=cached,
+        reasoning_tokens=_int(completion.get("reasoning_tokens")) if isinstance(completion, dict) else 0,
+        cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+        requests=1,
+    )
+
+
+class OpenAIStreamParser:
+    """Sans-IO: feed :class:`SSEEvent` to :meth:`feed`, call :meth:`finish` at the end of the
+    body. Raises :class:`ProtocolError` for a broken stream and the mapped provider error for an
+    error the server reports inside the stream."""
+
+    def __init__(
+        self, ctx: ErrorContext, *, dialect: OpenAIDialect = OpenAIDialect(), context_limit: int | None = None
+    ) -> None:
+        self._ctx = ctx
+        self._dialect = dialect
+        self._context_limit = context_limit
+        self._fields = tuple(
+            dict.fromkeys(f for f in (dialect.reasoning_field, "reasoning", "reasoning_content") if f)
+        )
+        self._splitter = ThinkTagSplitter() if dialect.think_tags else None
+        self._done = False
+        self._finish: str | None = None
+        self._refused = False
+        self._usage: Usage | None = None
+        self._response_id: str | None = None
+        # wire index -> (our key, call id, has a name); see _tool_calls for why keys can differ
+        self._calls: dict[int, tuple[int | str, str | None]] = {}
+        self._named: dict[int | str, bool] = {}
+
+    def feed(self, event: SSEEvent) -> list[ProviderEvent]:
+        if self._done:
+            return []
+        if event.data.strip() == "[DONE]":
+            self._done = True
+            return []
+        try:
+            payload = json.loads(event.data)
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+            raise ProtocolError(
+                f"{self._ctx.who} sent a chunk that is not JSON: {self._ctx.redact(event.data[:200])!r}",
+                hint="The server does not speak the Chat Completions stream format — check the "
+                "endpoint's base URL and kind.",
+                code="invalid_json",
+            ) from exc
+        if not isinstance(payload, dict):
+            raise ProtocolError(
+                f"{self._ctx.who} sent a chunk that is not a JSON object.",
+                hint="Check the endpoint's base URL and kind.",
+                code="invalid_chunk",
+            )
+        if event.event == "error" or payload.get("error"):
+            # OpenRouter: a chunk with a top-level "error"; Groq: "event: error".
+            raise error_from_payload(payload.get("error") or payload, self._ctx)
+        out: list[ProviderEvent] = []
+        if isinstance(payload.get("id"), str):
+            self._response_id = payload["id"]
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            self._usage = parse_usage(usage)  # running totals (vLLM) replace, never add
+        choices = payload.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if isinstance(choice, dict) and _int(choice.get("index")) == 0:
+                self._choice(choice, out)
+        return out
+
+    def _choice(self, choice: dict[str, Any], out: list[ProviderEvent]) -> None:
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            for name in self._fields:
+                reasoning = delta.get(name)
+                if isinstance(reasoning, str) and reasoning:
+                    out.append(ThinkingChunk(text=reasoning))
+                    break  # some servers fill two fields with the same text
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self._content(content, out)
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                self._refused = True
+                out.append(TextChunk(text=refusal))
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                self._tool_calls(calls, out)
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            self._finish = reason
+
+    def _content(self, content: str, out: list[ProviderEvent]) -> None:
+        if self._splitter is None or self._splitter.settled:
+            out.append(TextChunk(text=content))
+            return
+        for kind, text in self._splitter.feed(content):
+            out.append(TextChunk(text=text) if kind == "text" else ThinkingChunk(text=text))
+
+    def _tool_calls(self, calls: list[Any], out: list[ProviderEvent]) -> None:
+        for position, call in enumerate(calls):
+            if not isinstance(call, dict):
+                continue
+            index = call.get("index")
+            index = index if isinstance(index, int) and not isinstance(index, bool) else position
+            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
+            known = self._calls.get(index)
+            if known is None or (call_id is not None and known[1] is not None and call_id != known[1]):
+                # A new id on a known index is a new call: some servers number every call 0.
+                key: int | str = index if known is None else f"{index}.{len(self._named)}"
+                self._calls[index] = (key, call_id)
+                self._named.setdefault(key, False)
+            elif call_id is not None:
+                self._calls[index] = (known[0], call_id)
+            key = self._calls[index][0]
+            function = call.get("function")
+            function = function if isinstance(function, dict) else {}
+            name = function.get("name") if isinstance(function.get("name"), str) else None
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):
+                arguments = json.dumps(arguments)  # a few servers send the object itself
+            arguments = arguments if isinstance(arguments, str) else ""
+            if name:
+                self._named[key] = True
+            if call_id or name or arguments:
+                out.append(ToolCallChunk(key=key, id=call_id, name=name or None, arguments=arguments))
+
+    def finish(self) -> list[ProviderEvent]:
+        """End of the body: flush held text, check the stream was complete, report usage."""
+        out: list[ProviderEvent] = []
+        if self._splitter is not None:
+            for kind, text in self._splitter.flush():
+                out.append(TextChunk(text=text) if kind == "text" else ThinkingChunk(text=text))
+        if not self._done and self._finish is None:
+            raise ProtocolError(
+                f"The stream from {self._ctx.who} ended before its end marker (data: [DONE]).",
+                hint="The connection was probably cut — retry.",
+                code="incomplete_stream",
+                retryable=True,
+            )
+        unnamed = [key for key, named in self._named.items() if not named]
+        if unnamed:
+            raise ProtocolError(
+                f"{self._ctx.who} streamed a tool call without a tool name.",
+                hint="The server's tool-call support is broken for this model — try another model or server.",
+                code="tool_call_without_name",
+            )
+        if self._usage is not None:
+            out.append(UsageReport(usage=self._usage, context_limit=self._context_limit))
+        reason = _FINISH.get(self._finish or "stop", "stop")
+        if reason == "stop" and self._named:
+            reason = "tool_calls"  # several servers say "stop" after calling tools
+        elif reason == "stop" and self._refused:
+            reason = "refusal"
+        out.append(ResponseEnd(finish_reason=reason, response_id=self._response_id))
+        return out
+
+
+class OpenAIProvider(HTTPProvider):
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    >>> OpenAIProvider("gpt-4.1", base_url="https://api.openai.com/v1", api_key=..., endpoint="openai")
+    """
+
+    models_hint = "List the models this endpoint serves: GET {base_url}/models."
+
+    def __init__(self, model: str, *, dialect: OpenAIDialect = OpenAIDialect(), **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.dialect = dialect
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        model = self._wire_model(request.model)
+        body = build_request(request, model=model, dialect=self.dialect)
+        headers = {"Accept": "text/event-stream"}
+        if self._secret is not None:
+            headers["Authorization"] = f"Bearer {self._secret.reveal()}"
+        parser = OpenAIStreamParser(
+            self._error_context(model), dialect=self.dialect, context_limit=self.context_limit
+        )
+        decoder = SSEDecoder()
+        # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
+        async with aclosing(self._stream_bytes("/chat/completions", body, headers, model)) as chunks:
+            async for data in chunks:
+                for event in decoder.feed(data):
+                    for out in parser.feed(event):
+                        yield out
+        for event in decoder.close():
+            for out in parser.feed(event):
+                yield out
+        for out in parser.finish():
+            yield out
