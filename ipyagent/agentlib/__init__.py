@@ -6,6 +6,7 @@ on this package, never the other way round.
 
 from . import events
 from .agent import Agent
+from .compaction import CompactionResult
 from .errors import (
     AgentError,
     AuthenticationError,
@@ -34,6 +35,7 @@ from .messages import (
 from .providers.base import ModelRequest, ModelSettings, Provider, ToolSpec
 from .result import RunResult
 from .retry import RetryPolicy
+from .sessions import Session, SessionWarning
 from .tools import RunContext, Tool, ToolOutput, tool
 from .usage import ContextWindow, Usage
 
@@ -42,6 +44,7 @@ __all__ = [
     "AgentError",
     "AuthenticationError",
     "BlockToolCall",
+    "CompactionResult",
     "ContextOverflowError",
     "ContextWindow",
     "ErrorInfo",
@@ -61,6 +64,8 @@ __all__ = [
     "RunContext",
     "RunError",
     "RunResult",
+    "Session",
+    "SessionWarning",
     "TextBlock",
     "ThinkingBlock",
     "Tool",

@@ -14,28 +14,39 @@ The agent keeps the conversation across runs (``agent.messages``) and cumulative
 at a time: while a run is in flight, :meth:`Agent.send` queues more input for it, and
 :meth:`Agent.cancel`, :meth:`Agent.resolve_permission` and :meth:`Agent.answer` may be called
 from any thread.
+
+With ``Agent(session="name.agent.jsonl")`` the conversation is durable: every committed message,
+usage record, settings change and compaction is appended to that file, and opening the same path
+later resumes it (see :mod:`~ipyagent.agentlib.sessions`). This module owns the configuration
+and the transcript; the loop lives in :mod:`~ipyagent.agentlib.run`, the file format in
+:mod:`~ipyagent.agentlib.sessions`, summarizing in :mod:`~ipyagent.agentlib.compaction`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from .asks import PendingAnswers
 from .bus import EventBus, Listener, Subscription
+from .compaction import CompactionResult, compact_conversation
 from .errors import UserError
-from .events import AgentEvent, Decision
+from .events import AgentEvent, Decision, Warning
 from .hooks import Hooks
 from .messages import Message
+from .project_context import ProjectContext, load_project_context
 from .providers.base import ModelSettings, Provider, ThinkingLevel, ToolSpec
 from .result import RunResult
 from .retry import RetryPolicy
 from .run import AgentRun
-from .system_prompt import default_system_prompt
+from .sessions import SETTINGS_KEYS, Session
+from .system_prompt import build_system_prompt
 from .tools import Tool, as_tool
 from .usage import ContextWindow, Usage, estimate_tokens
 
@@ -59,6 +70,16 @@ class Agent:
         thinking: Reasoning effort to ask for: ``none``, ``low``, ``medium`` or ``high``.
         retry: How model requests are retried on rate limits, overload and dropped connections.
         messages: A transcript to continue.
+        session: A session file (``"analysis.agent.jsonl"``) or an open :class:`Session`: created
+            when absent, resumed when present (transcript, model, settings, usage), appended to as
+            the conversation goes. Options left at ``None`` (model, thinking, ...) take the
+            session's values; ones given win and are recorded.
+        notebook: The notebook the conversation belongs to, written in a new session's header.
+        workspace: The project folder (default: the current directory). The system prompt
+            names it and includes its ``AGENTS.md`` and skill catalog.
+        compact_threshold: Compact when the context passes this fraction of the model's window
+            (when the window is known); ``None`` compacts only on overflow or on demand.
+        compact_keep: Messages kept verbatim by a compaction.
     """
 
     def __init__(
@@ -80,12 +101,27 @@ class Agent:
         max_repeated_calls: int = 3,
         max_consecutive_failures: int = 5,
         max_result_chars: int = 30_000,
+        session: str | os.PathLike[str] | Session | None = None,
+        notebook: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        compact_threshold: float | None = 0.85,
+        compact_keep: int = 6,
     ) -> None:
         if max_turns < 1:
             raise UserError(
                 "max_turns must be at least 1.", hint="Pass e.g. max_turns=50.", code="invalid_option"
             )
-        self.model = model
+        if compact_threshold is not None and not 0 < compact_threshold <= 1:
+            raise UserError(
+                f"compact_threshold must be between 0 and 1, not {compact_threshold}.",
+                hint="Pass e.g. compact_threshold=0.85, or None to compact only on overflow.",
+                code="invalid_option",
+            )
+        self._session: Session | None = None
+        self._session_broken = False
+        self._bus = EventBus()
+        self._model = model
+        self._settings = ModelSettings(thinking=thinking, max_tokens=max_tokens, temperature=temperature)
         self.tools: list[Tool] = []
         for t in tools:
             self.add_tool(t)
@@ -94,19 +130,27 @@ class Agent:
         self.auto_approve = auto_approve
         self.can_write = can_write
         self.tool_timeout = tool_timeout
-        self.settings = ModelSettings(thinking=thinking, max_tokens=max_tokens, temperature=temperature)
         self.retry = retry or RetryPolicy()
         self.hooks = hooks or Hooks()
         self.max_repeated_calls = max_repeated_calls
         self.max_consecutive_failures = max_consecutive_failures
         self.max_result_chars = max_result_chars
+        self.workspace = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
+        self.compact_threshold = compact_threshold
+        self.compact_keep = compact_keep
+        self._project: ProjectContext | None = None
         self._messages: list[Message] = []
         self._call_ids: set[str] = set()  # every tool-call id in the transcript, kept as it grows
-        for message in messages:
-            self._append(message)
         self._usage = Usage()
         self._context: ContextWindow | None = None
-        self._bus = EventBus()
+        #: Messages before this index are counted in ``_context`` when it is exact.
+        self._context_mark: int | None = None
+        self._load_warnings: list[str] = []
+        if session is not None:
+            self._open_session(session, notebook=notebook, messages=messages)
+        else:
+            for message in messages:
+                self._append(message)
         self._pending = PendingAnswers()
         self._always_allowed: set[str] = set()
         self._queued: list[str] = []
@@ -124,6 +168,26 @@ class Agent:
         return built
 
     @property
+    def model(self) -> str | Provider | None:
+        """The model: ``"<endpoint>/<model>"`` or a provider. Setting it is recorded in the session."""
+        return self._model
+
+    @model.setter
+    def model(self, value: str | Provider | None) -> None:
+        self._model = value
+        self._record_settings()
+
+    @property
+    def settings(self) -> ModelSettings:
+        """Thinking, max_tokens and temperature for requests. Setting it is recorded in the session."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: ModelSettings) -> None:
+        self._settings = value
+        self._record_settings()
+
+    @property
     def provider(self) -> Provider:
         """The resolved model. Raises :class:`UserError` when none is configured or known."""
         if self._provider is None or (isinstance(self.model, str) and self._provider.model_id != self.model):
@@ -131,8 +195,18 @@ class Agent:
         return self._provider
 
     def system_prompt(self, tools: Sequence[ToolSpec] | None = None) -> str:
-        specs = [t.spec for t in self.tools] if tools is None else tools
-        return self.system if self.system is not None else default_system_prompt(specs)
+        """The system prompt for a turn offering ``tools`` (default: this agent's tools)."""
+        if self.system is not None:
+            return self.system
+        specs = [t.spec for t in self._tools_for_run()] if tools is None else tools
+        return build_system_prompt(specs, workspace=self.workspace, project=self.project_context)
+
+    @property
+    def project_context(self) -> ProjectContext:
+        """``AGENTS.md`` and the skills of the workspace, as read at the start of the last run."""
+        if self._project is None:
+            self._project = load_project_context(self.workspace)
+        return self._project
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -158,12 +232,78 @@ class Agent:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    @property
+    def session(self) -> Session | None:
+        """The session file this conversation is saved in (``.path``, ``.id``), if any."""
+        return self._session
+
     def reset(self) -> None:
-        """Forget the conversation (not the configuration)."""
+        """Forget the conversation (not the configuration).
+
+        With a session, a ``reset`` record is appended: the file keeps the earlier history, and
+        resuming it gives the empty conversation that follows the reset.
+        """
         self._require_idle("reset")
+        self._require_writable("reset")
         self._messages.clear()
         self._call_ids.clear()
         self._context = None
+        self._context_mark = None
+        self._persist(lambda s: s.append_reset())
+
+    def fork(self, at: int | None = None, *, session: str | os.PathLike[str] | None = None) -> Agent:
+        """A new agent with the same configuration whose conversation is ``messages[:at]``.
+
+        Args:
+            at: How many messages to keep (default: all). It must not separate a tool call from
+                its results.
+            session: A new session file for the fork (it must not exist yet); ``None`` keeps the
+                fork in memory.
+        """
+        self._require_idle("fork")
+        count = len(self._messages) if at is None else at
+        if not 0 <= count <= len(self._messages):
+            raise UserError(
+                f"Cannot fork at {at}: the conversation has {len(self._messages)} messages.",
+                hint=f"Pass at= between 0 and {len(self._messages)}.",
+                code="invalid_fork_point",
+            )
+        if count and self._messages[count - 1].tool_calls:
+            raise UserError(
+                f"Cannot fork at {count}: message {count - 1} calls tools whose results are message "
+                f"{count}, and a fork must not separate them.",
+                hint=f"Fork at {count - 1} (before the calls) or {count + 1} (after the results).",
+                code="invalid_fork_point",
+            )
+        opened = None
+        if session is not None:
+            parent = self._session
+            opened = Session.open(
+                session,
+                exclusive=True,
+                model=_model_id(self._model),
+                notebook=parent.notebook if parent else None,
+                forked_from={"session": parent.id, "at": count} if parent else None,
+                fsync=parent.fsync if parent else True,
+            )
+        try:
+            return Agent(**self._config(), session=opened, messages=self._messages[:count])
+        except BaseException:
+            if opened is not None:
+                opened.close()
+            raise
+
+    def close(self) -> None:
+        """Close the session file (releasing its lock). The agent can no longer run."""
+        if self._session is not None:
+            self._session.close()
+
+    async def compact(self, focus: str = "") -> CompactionResult:
+        """Summarize the older part of the conversation now, keeping the last ``compact_keep``
+        messages verbatim. ``focus`` tells the summary what matters most."""
+        self._require_idle("compact")
+        self._require_writable("compact")
+        return await compact_conversation(self, self.provider, reason="manual", focus=focus)
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -174,6 +314,7 @@ class Agent:
         ``result.raise_for_status()`` to raise). Only misconfiguration raises :class:`UserError`.
         """
         self._require_idle("run")
+        self._require_writable("run")
         provider = self.provider
         self._loop = asyncio.get_running_loop()
         agent_run = AgentRun(self, provider, prompt)
@@ -262,6 +403,113 @@ class Agent:
     def _append(self, message: Message) -> None:
         self._messages.append(message)
         self._call_ids.update(call.id for call in message.tool_calls)
+        if self._session is not None:
+            self._persist(lambda s: s.append_message(message))
+
+    def _tools_for_run(self) -> list[Tool]:
+        """The agent's tools, plus ``load_skill`` when the workspace has skills."""
+        if self.system is not None:
+            return list(self.tools)
+        loader = self.project_context.load_skill_tool()
+        if loader is None or any(t.name == loader.name for t in self.tools):
+            return list(self.tools)
+        return [*self.tools, loader]
+
+    def _refresh_project(self) -> None:
+        self._project = None  # read AGENTS.md and the skills afresh at the start of each run
+
+    # -- the session -----------------------------------------------------------------------------
+
+    def _open_session(
+        self, session: str | os.PathLike[str] | Session, *, notebook: str | None, messages: Sequence[Message]
+    ) -> None:
+        if isinstance(session, Session):
+            opened = session
+        else:
+            opened = Session.open(session, model=_model_id(self._model), notebook=notebook)
+        state = opened.state
+        if state.messages and messages:
+            if not isinstance(session, Session):
+                opened.close()
+            raise UserError(
+                f"The session {opened.path} already holds a conversation, and messages= was given too.",
+                hint="Pass one or the other; to start from other messages, fork: agent.fork(session=...).",
+                code="session_has_messages",
+            )
+        self._session = opened
+        self._messages = list(state.messages)
+        for message in self._messages:
+            self._call_ids.update(call.id for call in message.tool_calls)
+        self._usage = state.usage
+        self._load_warnings = list(state.warnings)
+        recorded = state.settings
+        if self._model is None and opened.model is not None:
+            self._model = opened.model
+        self._settings = self._settings.model_copy(
+            update={
+                k: recorded[k]
+                for k in ("thinking", "max_tokens", "temperature")
+                if getattr(self._settings, k) is None and recorded.get(k) is not None
+            }
+        )
+        for message in messages:
+            self._append(message)
+        self._record_settings()
+
+    def _record_settings(self) -> None:
+        """Append a settings record when the model or settings differ from the last recorded."""
+        session = self._session
+        if session is None or session.read_only or session.closed:
+            return
+        current = {"model": _model_id(self._model), **self._settings.model_dump()}
+        recorded = dict.fromkeys(SETTINGS_KEYS) | {"model": session.state.model} | session.state.settings
+        if {k: current.get(k) for k in SETTINGS_KEYS} != {k: recorded.get(k) for k in SETTINGS_KEYS}:
+            self._persist(lambda s: s.append_settings(current))
+
+    def _persist(self, write: Callable[[Session], None]) -> None:
+        """Write to the session; a failing disk becomes a warning, not a lost conversation."""
+        session = self._session
+        if session is None or self._session_broken or session.read_only:
+            return
+        try:
+            write(session)
+        except OSError as exc:
+            self._session_broken = True
+            self._bus.emit(
+                Warning(
+                    code="session_write_failed",
+                    message=f"Could not write to the session {session.path}: {exc}. The conversation "
+                    "goes on in memory but is no longer saved.",
+                    hint="Free disk space or fix the permissions, then save it to a new file with "
+                    "agent.fork(session='new.agent.jsonl').",
+                )
+            )
+
+    def _take_load_warnings(self) -> list[str]:
+        warnings, self._load_warnings = self._load_warnings, []
+        return warnings
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "model": self._model,
+            "tools": list(self.tools),
+            "system": self.system,
+            "max_turns": self.max_turns,
+            "auto_approve": self.auto_approve,
+            "can_write": self.can_write,
+            "tool_timeout": self.tool_timeout,
+            "thinking": self._settings.thinking,
+            "max_tokens": self._settings.max_tokens,
+            "temperature": self._settings.temperature,
+            "retry": self.retry,
+            "hooks": self.hooks,
+            "max_repeated_calls": self.max_repeated_calls,
+            "max_consecutive_failures": self.max_consecutive_failures,
+            "max_result_chars": self.max_result_chars,
+            "workspace": self.workspace,
+            "compact_threshold": self.compact_threshold,
+            "compact_keep": self.compact_keep,
+        }
 
     def _take_queued(self) -> str:
         with self._queue_lock:
@@ -270,6 +518,17 @@ class Agent:
 
     def _someone_can_answer(self, event_type: str) -> bool:
         return self._bus.has_listener(event_type) or self._bus.has_stream
+
+    def _require_writable(self, what: str) -> None:
+        session = self._session
+        if session is not None and (session.read_only or session.closed):
+            state = "open read-only" if session.read_only else "closed"
+            raise UserError(
+                f"Cannot {what}: the session {session.path} is {state}.",
+                hint="Continue in a new file with agent.fork(session='new.agent.jsonl'), or open the "
+                "session again for writing (close the agent or kernel that holds it first).",
+                code="session_read_only" if session.read_only else "session_closed",
+            )
 
     def _require_idle(self, what: str) -> None:
         if self.running:
@@ -280,8 +539,10 @@ class Agent:
             )
 
     def __repr__(self) -> str:
-        model = self.model if isinstance(self.model, str) or self.model is None else self.model.model_id
-        return f"Agent(model={model!r}, tools={[t.name for t in self.tools]}, messages={len(self._messages)})"
+        model = _model_id(self._model)
+        tools = [t.name for t in self.tools]
+        saved = f", session={str(self._session.path)!r}" if self._session is not None else ""
+        return f"Agent(model={model!r}, tools={tools}, messages={len(self._messages)}{saved})"
 
 
 def _resolve(model: str | Provider | None) -> Provider:
@@ -296,6 +557,12 @@ def _resolve(model: str | Provider | None) -> Provider:
 
         return provider_for(model)
     return model
+
+
+def _model_id(model: str | Provider | None) -> str | None:
+    if model is None or isinstance(model, str):
+        return model
+    return model.model_id
 
 
 def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:

@@ -203,15 +203,15 @@ class ToolExecuting(_Event):
 
 
 class ToolResult(_Event):
-    """A tool call's outcome. ``content`` is what the model reads; ``display`` (a MIME bundle)
-    is for the user only and never reaches the model."""
+    """A tool call's outcome. ``content`` is what the model reads; ``display`` (a MIME bundle or
+    a list of them) is for the user only and never reaches the model."""
 
     type: Literal["tool_result"] = "tool_result"
     call_id: str
     name: str
     content: str
     is_error: bool = False
-    display: dict[str, Any] | None = None
+    display: dict[str, Any] | list[dict[str, Any]] | None = None
     duration: float = 0.0
 
 
@@ -266,16 +266,24 @@ class MessageCommitted(_Event):
 
 
 class CompactionStarted(_Event):
+    """Older turns are being summarized: ``messages`` is the transcript's length before."""
+
     type: Literal["compaction_started"] = "compaction_started"
     reason: Literal["threshold", "overflow", "manual"]
     messages: int
 
 
 class CompactionCompleted(_Event):
+    """``dropped`` messages were replaced by ``summary``; the last ``kept`` stay verbatim.
+    ``fallback`` marks a mechanical digest used because the model could not summarize;
+    ``dropped == 0`` means there was nothing to compact."""
+
     type: Literal["compaction_completed"] = "compaction_completed"
     dropped: int
     summary: str
     fallback: bool = False
+    kept: int = 0
+    summary_hash: str = ""
 
 
 AgentEvent: TypeAlias = Annotated[

@@ -5,8 +5,10 @@ tool call of that turn; append the results; repeat until the model stops calling
 trips, the run is cancelled or an error cannot be recovered. Whatever happens, the transcript it
 leaves behind is one the next request accepts: every tool call has a result.
 
-This module owns the loop's rules (retries, guards, permissions, hooks, timeouts); the
-:class:`~ipyagent.agentlib.agent.Agent` owns the configuration and the transcript.
+This module owns the loop's rules (retries, guards, permissions, hooks, timeouts, and when to
+compact: once per run, when the context nears the model's window or the provider reports an
+overflow); the :class:`~ipyagent.agentlib.agent.Agent` owns the configuration, the transcript
+and its session file.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import AgentError, ErrorInfo, HookError, RunError
+from .compaction import compact_conversation, split_point
+from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, RunError
 from .events import (
     AskUserAnswered,
     AskUserRequired,
@@ -69,7 +72,9 @@ class AgentRun:
         self.turn = 0
         self.usage = Usage()
         self.messages: list[Message] = []
-        self.tools: dict[str, Tool] = {t.name: t for t in agent.tools}
+        agent._refresh_project()
+        self.tool_list = agent._tools_for_run()
+        self.tools: dict[str, Tool] = {t.name: t for t in self.tool_list}
         # Guards.
         self._last_call: tuple[str, str] | None = None
         self._repeats = 0
@@ -78,12 +83,18 @@ class AgentRun:
         self._assembler: PartsAssembler | None = None
         self._calls: Sequence[ToolCallBlock] = ()
         self._results: dict[str, ToolResultBlock] = {}
+        # Compaction: at most once per run; the transcript length when the last request was built.
+        self._compacted = False
+        self._request_mark = 0
 
     # -- the loop --------------------------------------------------------------------------------
 
     async def execute(self) -> RunResult:
         self._emit(RunStarted(run_id=self.run_id, model=self.provider.model_id, prompt=self.prompt))
+        for text in self.agent._take_load_warnings():
+            self._emit(Warning(code="session_repaired", message=text))
         try:
+            self.agent._record_settings()
             self._commit(Message.user(_join(self.prompt, self.agent._take_queued())))
             while True:
                 if self.turn >= self.agent.max_turns:
@@ -134,6 +145,7 @@ class AgentRun:
         policy = self.agent.retry
         attempt = 0
         empty_replies = 0
+        await self._compact_if_near_limit()
         while True:
             attempt += 1
             request = await self._build_request()
@@ -148,13 +160,21 @@ class AgentRun:
                     self._emit(event)
             except AgentError as exc:
                 self._assembler = None
+                overflow = isinstance(exc, ContextOverflowError) and self._can_compact()
                 retry = exc.retryable and attempt < policy.attempts
                 delay = policy.delay(attempt, exc.retry_after) if retry else None
                 self._emit(
                     RequestError(
-                        turn=self.turn, attempt=attempt, error=exc.info, will_retry=retry, retry_in=delay
+                        turn=self.turn,
+                        attempt=attempt,
+                        error=exc.info,
+                        will_retry=retry or overflow,
+                        retry_in=delay,
                     )
                 )
+                if overflow:  # make room, then send the turn again (once: the run compacts once)
+                    await self._compact("overflow")
+                    continue
                 if delay is None:
                     raise
                 self._emit(
@@ -193,7 +213,8 @@ class AgentRun:
 
     async def _build_request(self) -> ModelRequest:
         agent = self.agent
-        specs = [t.spec for t in agent.tools]
+        specs = [t.spec for t in self.tool_list]
+        self._request_mark = len(agent._messages)
         # Every part is already validated; re-validating the whole transcript each turn would
         # make a long conversation quadratic.
         request = ModelRequest.model_construct(
@@ -215,6 +236,35 @@ class AgentRun:
                 request = replaced
         return request
 
+    # -- compaction ------------------------------------------------------------------------------
+
+    def _can_compact(self) -> bool:
+        return not self._compacted and split_point(self.agent._messages, self.agent.compact_keep) > 0
+
+    async def _compact_if_near_limit(self) -> None:
+        agent = self.agent
+        threshold = agent.compact_threshold
+        known = agent._context
+        limit = self.provider.context_limit or (known.limit if known else None)
+        if threshold is None or not limit or not self._can_compact():
+            return
+        mark = agent._context_mark
+        if known is not None and not known.approximate and mark is not None:
+            # The last exact readout, plus an estimate of what was committed since.
+            used = known.used + estimate_tokens("", agent._messages[mark:])
+        else:
+            specs = "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.tool_list)
+            used = estimate_tokens(
+                agent.system_prompt([t.spec for t in self.tool_list]) + specs, agent._messages
+            )
+        if used >= threshold * limit:
+            await self._compact("threshold")
+
+    async def _compact(self, reason: Literal["threshold", "overflow"]) -> None:
+        self._compacted = True
+        result = await compact_conversation(self.agent, self.provider, reason=reason)
+        self.usage = self.usage + result.usage
+
     async def _after_model(self, reply: Message) -> None:
         for fn in self.agent.hooks.after_model:
             await self._fail_open(fn, reply)
@@ -224,6 +274,7 @@ class AgentRun:
         request_usage = (reported or Usage()).model_copy(update={"requests": 1})
         self.usage = self.usage + request_usage
         self.agent._usage = self.agent._usage + request_usage
+        self.agent._persist(lambda s: s.append_usage(request_usage))
         limit = assembler.context_limit or self.provider.context_limit
         if reported and reported.input_tokens:
             context = ContextWindow(
@@ -231,6 +282,7 @@ class AgentRun:
                 limit=limit,
                 approximate=False,
             )
+            self.agent._context_mark = self._request_mark + 1  # the request, and the reply
         else:
             context = ContextWindow(used=estimate_tokens(request.system, self.agent.messages), limit=limit)
         self.agent._context = context

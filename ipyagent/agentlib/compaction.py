@@ -1,0 +1,316 @@
+"""Compaction: fit a long conversation back into the model's window.
+
+:func:`compact` replaces the older part of a transcript with a summary written by the same model
+(a plain request: no tools, a summarizing system prompt, the older turns rendered as text) and
+keeps the most recent messages verbatim — at least ``keep`` of them, more when needed so that a
+tool call is never separated from its result. When the model fails or returns nothing, a
+deterministic digest stands in, so compaction always makes progress.
+
+:func:`compact` is pure apart from the one model request: it returns a :class:`CompactionResult`
+and changes nothing. :func:`compact_conversation` is the agent's side: it emits the events,
+applies the result and records the marker in the session. When to compact is the loop's call
+(:mod:`~ipyagent.agentlib.run`: the context crossing a threshold, or the provider reporting an
+overflow, once per run) or the user's (``await agent.compact()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from .errors import AgentError, ErrorInfo
+from .events import CompactionCompleted, CompactionStarted, Warning
+from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .providers.base import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport
+from .retry import RetryPolicy
+from .usage import CHARS_PER_TOKEN, Usage
+
+__all__ = [
+    "SUMMARY_PREFIX",
+    "SUMMARY_SYSTEM_PROMPT",
+    "CompactionResult",
+    "compact",
+    "compact_conversation",
+    "fallback_summary",
+    "is_summary",
+    "render_transcript",
+    "split_point",
+]
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+log = logging.getLogger("ipyagent")
+
+SUMMARY_PREFIX = "[Summary of the earlier conversation]"
+SUMMARY_SYSTEM_PROMPT = (
+    "You summarize a conversation between a user and an AI assistant that works in the user's "
+    "Python/Jupyter environment with tools. The assistant will continue the work with only your "
+    "summary and the most recent messages, so keep everything it needs: the user's goals and "
+    "requests, decisions and constraints, facts discovered (variable names, file paths, data "
+    "shapes, numbers, results), what the tools did and showed, errors met and how they were "
+    "resolved, and what remains to be done. Be concise and concrete; do not invent anything. "
+    "Answer with the summary only, in plain text or markdown, without a preamble."
+)
+#: Each block is cut to this many characters in the text the summarizer reads.
+BLOCK_CHARS = 4_000
+#: The rendered transcript's budget when the model's window is unknown.
+DEFAULT_INPUT_CHARS = 400_000
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """The outcome of :func:`compact`. ``messages`` is the new transcript (the summary, then the
+    kept messages); with ``dropped == 0`` nothing was worth compacting and it is the old one."""
+
+    messages: list[Message]
+    dropped: int
+    kept: int
+    summary: Message | None = None
+    summary_hash: str = ""
+    fallback: bool = False
+    usage: Usage = field(default_factory=Usage)
+    error: ErrorInfo | None = None
+
+    def __str__(self) -> str:
+        if not self.dropped:
+            return "Nothing to compact: the conversation is already short."
+        how = "a mechanical digest (the model could not summarize)" if self.fallback else "a summary"
+        return f"Compacted {self.dropped} messages into {how}; the last {self.kept} are kept verbatim."
+
+
+def is_summary(message: Message) -> bool:
+    """Whether ``message`` is the summary an earlier compaction left."""
+    return message.role == "user" and message.text.startswith(SUMMARY_PREFIX)
+
+
+def split_point(messages: Sequence[Message], keep: int) -> int:
+    """Index of the first message kept verbatim: ``keep`` from the end, moved earlier until no
+    tool call is separated from its result. 0 means there is nothing to compact."""
+    cut = max(0, len(messages) - max(0, keep))
+    while 0 < cut < len(messages) and messages[cut - 1].tool_calls:
+        cut -= 1
+    if cut == 1 and is_summary(messages[0]):
+        return 0  # only an earlier summary is left to drop: summarizing it again gains nothing
+    return cut
+
+
+async def compact(
+    messages: Sequence[Message],
+    provider: Provider,
+    *,
+    keep: int = 6,
+    focus: str = "",
+    settings: ModelSettings | None = None,
+    retry: RetryPolicy | None = None,
+) -> CompactionResult:
+    """Summarize all but the last ``keep`` messages of ``messages`` with ``provider``.
+
+    Args:
+        keep: Messages kept verbatim at the end (more when a tool call and its result straddle
+            the cut).
+        focus: What the summary should pay most attention to (e.g. ``"the plotting code"``).
+        settings: The conversation's model settings (``max_tokens`` is honoured).
+        retry: Retries for rate limits and dropped connections; other failures fall back at once.
+    """
+    transcript = list(messages)
+    cut = split_point(transcript, keep)
+    if cut == 0:
+        return CompactionResult(messages=transcript, dropped=0, kept=len(transcript))
+    older, kept = transcript[:cut], transcript[cut:]
+    budget = _input_budget(provider.context_limit)
+    prompt = render_transcript(older, budget=budget)
+    if focus.strip():
+        prompt += f"\n\nWhen summarizing, focus especially on: {focus.strip()}"
+    request = ModelRequest(
+        model=provider.model_id.split("/", 1)[-1],
+        system=SUMMARY_SYSTEM_PROMPT,
+        messages=[Message.user(prompt)],
+        settings=ModelSettings(max_tokens=settings.max_tokens if settings else None),
+    )
+    text, usage, error = await _ask(provider, request, retry or RetryPolicy())
+    fallback = not text.strip()
+    if fallback:
+        text = fallback_summary(older)
+    summary = Message.user(f"{SUMMARY_PREFIX} ({len(older)} messages summarized)\n\n{text.strip()}")
+    return CompactionResult(
+        messages=[summary, *kept],
+        dropped=len(older),
+        kept=len(kept),
+        summary=summary,
+        summary_hash=hashlib.sha256(summary.text.encode()).hexdigest()[:16],
+        fallback=fallback,
+        usage=usage,
+        error=error,
+    )
+
+
+async def compact_conversation(
+    agent: Agent, provider: Provider, *, reason: Literal["threshold", "overflow", "manual"], focus: str = ""
+) -> CompactionResult:
+    """The agent's side of a compaction: announce it, :func:`compact`, apply the new transcript,
+    count the usage, and record the marker in the session."""
+    agent._bus.emit(CompactionStarted(reason=reason, messages=len(agent._messages)))
+    result = await compact(
+        agent._messages,
+        provider,
+        keep=agent.compact_keep,
+        focus=focus,
+        settings=agent.settings,
+        retry=agent.retry,
+    )
+    if result.usage.requests:
+        agent._usage = agent._usage + result.usage
+        agent._persist(lambda s: s.append_usage(result.usage))
+    summary = result.summary
+    if result.dropped and summary is not None:
+        agent._messages = list(result.messages)
+        agent._context = None
+        agent._context_mark = None
+        agent._persist(
+            lambda s: s.append_compaction(
+                dropped=result.dropped,
+                kept=result.kept,
+                summary=summary,
+                summary_hash=result.summary_hash,
+                reason=reason,
+                fallback=result.fallback,
+            )
+        )
+    if result.error is not None:
+        agent._bus.emit(
+            Warning(
+                code="compaction_fallback",
+                message=f"The model could not summarize the conversation ({result.error.message}); "
+                "a mechanical digest was used instead.",
+                hint=result.error.hint,
+            )
+        )
+    agent._bus.emit(
+        CompactionCompleted(
+            dropped=result.dropped,
+            kept=result.kept,
+            summary=summary.text if summary else "",
+            summary_hash=result.summary_hash,
+            fallback=result.fallback,
+        )
+    )
+    return result
+
+
+async def _ask(
+    provider: Provider, request: ModelRequest, policy: RetryPolicy
+) -> tuple[str, Usage, ErrorInfo | None]:
+    """The summary's text ("" on failure), the usage it cost, and the failure if any."""
+    attempt = 0
+    usage = Usage()
+    while True:
+        attempt += 1
+        pieces: list[str] = []
+        reported: Usage | None = None
+        try:
+            async for chunk in provider.stream(request):
+                if isinstance(chunk, TextChunk):
+                    pieces.append(chunk.text)
+                elif isinstance(chunk, UsageReport):
+                    reported = chunk.usage
+        except AgentError as exc:
+            usage = usage + (reported or Usage()).model_copy(update={"requests": 1})
+            if exc.retryable and attempt < policy.attempts:
+                await asyncio.sleep(policy.delay(attempt, exc.retry_after))
+                continue
+            return "", usage, exc.info
+        except Exception as exc:  # a provider bug must not lose the conversation: fall back
+            log.warning("ipyagent: the summary request raised %s: %s", type(exc).__name__, exc)
+            info = ErrorInfo(
+                code="unexpected_error", layer="provider", message=f"{type(exc).__name__}: {exc}"
+            )
+            return "", usage, info
+        return "".join(pieces), usage + (reported or Usage()).model_copy(update={"requests": 1}), None
+
+
+def _input_budget(context_limit: int | None) -> int:
+    if not context_limit:
+        return DEFAULT_INPUT_CHARS
+    # Leave room for the system prompt and the summary itself.
+    return max(8_000, int(context_limit * CHARS_PER_TOKEN * 0.6))
+
+
+def render_transcript(messages: Sequence[Message], *, budget: int = DEFAULT_INPUT_CHARS) -> str:
+    """The messages as text for the summarizer: long blocks cut in the middle; when the whole is
+    over ``budget`` characters, the oldest messages (after an earlier summary) are left out."""
+    rendered = [_render(m) for m in messages]
+    head: list[str] = []
+    if rendered and is_summary(messages[0]):
+        head, rendered = rendered[:1], rendered[1:]
+    total = sum(map(len, head))
+    tail: list[str] = []
+    for text in reversed(rendered):
+        if total + len(text) > budget and tail:
+            tail.append(f"[… {len(rendered) - len(tail)} older messages left out to fit …]")
+            break
+        tail.append(text)
+        total += len(text)
+    body = "\n\n".join([*head, *reversed(tail)])
+    return f"Summarize this conversation:\n\n<conversation>\n{body}\n</conversation>"
+
+
+def _render(message: Message) -> str:
+    lines = [f"## {message.role}"]
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            lines.append(_clip(block.text))
+        elif isinstance(block, ToolCallBlock):
+            lines.append(f"→ called {block.name}({_clip(block.raw_arguments, 1_000)})")
+        elif isinstance(block, ToolResultBlock):
+            status = "error" if block.is_error else "result"
+            lines.append(f"← {block.name or 'tool'} {status}: {_clip(block.content)}")
+        elif isinstance(block, ThinkingBlock):
+            continue  # private reasoning: signatures and all stay out of the summary
+        else:
+            lines.append("[image]")
+    return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = BLOCK_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[… {len(text) - limit:,} characters cut …]\n{text[-half:]}"
+
+
+def fallback_summary(messages: Sequence[Message]) -> str:
+    """A deterministic digest of ``messages`` for when the model cannot summarize: the user's
+    requests, the tools used, and the last reply."""
+    parts = ["(Automatic digest: the model could not write a summary.)"]
+    if messages and is_summary(messages[0]):
+        parts.append("Earlier summary:\n" + _clip(messages[0].text, 3_000))
+        messages = messages[1:]
+    requests = [m.text.strip() for m in messages if m.role == "user" and m.text.strip()]
+    if requests:
+        shown = requests[-20:]
+        lines = [f"- {_one_line(t, 300)}" for t in shown]
+        more = f" (the last {len(shown)} of {len(requests)})" if len(requests) > len(shown) else ""
+        parts.append(f"The user asked{more}:\n" + "\n".join(lines))
+    calls = Counter(c.name for m in messages for c in m.tool_calls)
+    failures = Counter(r.name for m in messages for r in m.tool_results if r.is_error)
+    if calls:
+        used = ", ".join(
+            f"{name} ×{n}" + (f" ({failures[name]} failed)" if failures[name] else "")
+            for name, n in sorted(calls.items())
+        )
+        parts.append(f"Tools used: {used}.")
+    last = next((m.text.strip() for m in reversed(messages) if m.role == "assistant" and m.text.strip()), "")
+    if last:
+        parts.append("The assistant's last reply in this part:\n" + _clip(last, 1_500))
+    return "\n\n".join(parts)
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,533 @@
+"""Durable conversations: an append-only JSONL file per conversation.
+
+A session file holds one JSON object a line. The first is the header; every later line is a
+record, appended as the agent commits it and never rewritten::
+
+    {"type": "session", "format": "ipyagent.session", "version": 1, "id": "ses_…", "created": "…",
+     "model": "openai/gpt-4.1", "notebook": "analysis.ipynb", "forked_from": null}
+    {"type": "message", "message": {…}}            a committed message
+    {"type": "usage", "usage": {…}}                 one model request's usage
+    {"type": "settings", "model": …, "thinking": …, "max_tokens": …, "temperature": …}
+    {"type": "compaction", "dropped": 12, "kept": 6, "summary_hash": "…", "summary": {…}, …}
+    {"type": "repair", "index": 7, "replace": false, "message": {…}, "call_ids": […]}
+    {"type": "reset"}                               the conversation starts afresh (history stays)
+
+Loading replays the records: a ``compaction`` replaces the first ``dropped`` messages with its
+summary, a ``reset`` empties the transcript, a ``repair`` inserts (or replaces) the message that
+answers tool calls a crash left without results. Unknown record types are kept
+(:attr:`SessionState.unknown`) and otherwise ignored, so older readers survive newer writers of
+the same format version; a newer *version* is refused with a clear error.
+
+Crash safety: each record is one ``write`` of a whole line, followed by ``fsync`` (on by
+default). A line torn by a crash can only be the last one: it is skipped with a
+:class:`SessionWarning` and cut off when the file is next opened for writing, so no earlier line
+is ever lost. One writer at a time: the file is locked (``flock``) while open for writing; a
+second opener gets a :class:`~ipyagent.agentlib.errors.UserError`, or asks for a read-only view.
+On platforms without ``fcntl`` (Windows) there is no lock.
+
+This module owns the file format and the store. It never writes provider configuration: the
+header and records are built from a fixed set of fields, so keys and headers cannot leak in.
+Where session files live (``analysis.agent.jsonl`` beside ``analysis.ipynb``) is the kernel
+layer's business.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import warnings
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import UserError
+from .messages import MESSAGE_ADAPTER, Message, ToolResultBlock, new_id
+from .usage import Usage
+
+_flock: Callable[[int, int], Any] | None
+try:  # POSIX advisory locks; Windows has none that suit (msvcrt's are mandatory and block readers)
+    import fcntl
+
+    _flock, _LOCK_FLAGS = fcntl.flock, fcntl.LOCK_EX | fcntl.LOCK_NB
+except ImportError:  # pragma: no cover - exercised only on Windows
+    _flock, _LOCK_FLAGS = None, 0
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "INTERRUPTED_RESULT",
+    "SETTINGS_KEYS",
+    "Session",
+    "SessionState",
+    "SessionWarning",
+    "read_session",
+]
+
+FORMAT = "ipyagent.session"
+FORMAT_VERSION = 1
+#: The only settings a session records; nothing else of the agent's or provider's configuration.
+SETTINGS_KEYS = ("model", "thinking", "max_tokens", "temperature")
+INTERRUPTED_RESULT = (
+    "Interrupted: the session ended (the kernel stopped or crashed) before this tool call returned "
+    "a result. It may or may not have taken effect; check before repeating it."
+)
+
+
+class SessionWarning(UserWarning):
+    """Something in a session file was skipped or repaired on load (the file stays usable)."""
+
+
+@dataclass
+class SessionState:
+    """What a session file holds once its records are replayed."""
+
+    id: str
+    version: int
+    created: str
+    model: str | None = None
+    notebook: str | None = None
+    forked_from: dict[str, Any] | None = None
+    messages: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    #: The last recorded value of each of :data:`SETTINGS_KEYS` (model included).
+    settings: dict[str, Any] = field(default_factory=dict)
+    compactions: int = 0
+    resets: int = 0
+    repairs: int = 0
+    records: int = 0
+    #: Records of types this version does not know, kept as read.
+    unknown: list[dict[str, Any]] = field(default_factory=list)
+    #: What was skipped or repaired, in words (also issued as :class:`SessionWarning`).
+    warnings: list[str] = field(default_factory=list)
+    #: Bytes up to the end of the last complete line (a torn tail starts here).
+    good_length: int = 0
+
+
+# -- the store -----------------------------------------------------------------------------------
+
+
+class Session:
+    """An open session file. Use :meth:`open`; ``Agent(session=path)`` does it for you.
+
+    Writable sessions hold an advisory lock until :meth:`close` (or garbage collection, or the
+    process ending). ``state`` is the conversation as loaded when the file was opened.
+    """
+
+    def __init__(self, path: Path, state: SessionState, fd: int | None, *, fsync: bool) -> None:
+        self.path = path
+        self.state = state
+        self.fsync = fsync
+        self._fd = fd
+        self._finalizer = weakref.finalize(self, os.close, fd) if fd is not None else None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        fsync: bool = True,
+        model: str | None = None,
+        notebook: str | None = None,
+        forked_from: dict[str, Any] | None = None,
+        exclusive: bool = False,
+    ) -> Session:
+        """Open the session at ``path``, creating it when absent (unless ``read_only``).
+
+        Args:
+            read_only: Read without locking; appends raise. Works while another agent writes.
+            fsync: Force every record to disk before returning (slower, survives power loss).
+            model, notebook: Written in the header of a new file.
+            forked_from: ``{"session": id, "at": n}`` for a fork's header.
+            exclusive: Refuse a file that already exists.
+        """
+        path = Path(path)
+        if read_only:
+            if not path.is_file():
+                raise UserError(
+                    f"No session file at {path}.",
+                    hint="Check the path, or open it writable to create it.",
+                    code="session_not_found",
+                )
+            with open(path, "rb") as f:
+                state = _parse(f, path)
+            if state is None:
+                raise _not_a_session(path, "it has no complete header line")
+            _issue(state)
+            # Repaired in memory only, and quietly: the writer may still be running that tool.
+            _repair(state, path)
+            return cls(path, state, None, fsync=fsync)
+        if not path.parent.is_dir():
+            raise UserError(
+                f"Cannot create the session {path}: the folder {path.parent} does not exist.",
+                hint="Create the folder first, or pass a path in an existing folder.",
+                code="session_folder_missing",
+            )
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+        if exclusive:
+            flags |= os.O_EXCL
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileExistsError:
+            raise UserError(
+                f"The session file {path} already exists.",
+                hint="Pick another path for the new session (or open this one to resume it).",
+                code="session_exists",
+            ) from None
+        except OSError as exc:
+            raise UserError(
+                f"Cannot open the session file {path}: {exc.strerror}.",
+                hint="Check the path and its permissions.",
+                code="session_unwritable",
+            ) from exc
+        try:
+            _lock(fd, path)
+            state = _load_or_create(fd, path, model=model, notebook=notebook, forked_from=forked_from)
+            session = cls(path, state, fd, fsync=fsync)
+        except BaseException:
+            os.close(fd)
+            raise
+        for record in _repair(state, path):
+            session._write(record)
+        _issue(state)
+        return session
+
+    # -- properties ------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self.state.id
+
+    @property
+    def model(self) -> str | None:
+        """The model the conversation last used (the header's, or the latest settings change)."""
+        value = self.state.settings.get("model", self.state.model)
+        return value if isinstance(value, str) else None
+
+    @property
+    def notebook(self) -> str | None:
+        return self.state.notebook
+
+    @property
+    def read_only(self) -> bool:
+        return self._fd is None
+
+    @property
+    def closed(self) -> bool:
+        return self._finalizer is not None and not self._finalizer.alive
+
+    # -- appending -------------------------------------------------------------------------------
+
+    def append_message(self, message: Message) -> None:
+        """Append a committed message (flushed, and fsynced unless ``fsync=False``)."""
+        self._write('{"type":"message","message":' + message.model_dump_json() + "}\n")
+
+    def append_usage(self, usage: Usage) -> None:
+        self._write(_line({"type": "usage", "usage": usage.model_dump(mode="json")}))
+
+    def append_settings(self, settings: dict[str, Any]) -> None:
+        """Record a settings change: only :data:`SETTINGS_KEYS` are written."""
+        record = {"type": "settings", **{k: _jsonable(settings.get(k)) for k in SETTINGS_KEYS}}
+        self._write(_line(record))
+        self.state.settings.update({k: record[k] for k in SETTINGS_KEYS})
+
+    def append_compaction(
+        self, *, dropped: int, kept: int, summary: Message, summary_hash: str, reason: str, fallback: bool
+    ) -> None:
+        record = {
+            "type": "compaction",
+            "dropped": dropped,
+            "kept": kept,
+            "summary_hash": summary_hash,
+            "reason": reason,
+            "fallback": fallback,
+            "summary": summary.model_dump(mode="json"),
+        }
+        self._write(_line(record))
+
+    def append_reset(self) -> None:
+        self._write(_line({"type": "reset", "at": _now()}))
+
+    def close(self) -> None:
+        """Release the lock and close the file (idempotent)."""
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else ("closed" if self.closed else "open")
+        return f"Session({str(self.path)!r}, id={self.id!r}, {mode})"
+
+    def _write(self, line: str) -> None:
+        if self._fd is None:
+            raise UserError(
+                f"The session {self.path} is open read-only.",
+                hint="Fork it to continue in a new file: agent.fork(session='new.agent.jsonl').",
+                code="session_read_only",
+            )
+        if self.closed:
+            raise UserError(
+                f"The session {self.path} is closed.",
+                hint="Open it again (Agent(session=path)) to continue the conversation.",
+                code="session_closed",
+            )
+        data = memoryview(line.encode())
+        while data:  # a regular file may take a large line in more than one write
+            written = os.write(self._fd, data)
+            data = data[written:]
+        if self.fsync:
+            os.fsync(self._fd)
+
+
+def read_session(path: str | os.PathLike[str]) -> SessionState:
+    """Read a session without opening it for writing (no lock; safe while an agent writes)."""
+    return Session.open(path, read_only=True).state
+
+
+# -- loading -------------------------------------------------------------------------------------
+
+
+def _lock(fd: int, path: Path) -> None:
+    if _flock is None:  # pragma: no cover - Windows: no advisory lock, document and go on
+        return
+    try:
+        _flock(fd, _LOCK_FLAGS)
+    except BlockingIOError:
+        raise UserError(
+            f"The session {path} is already open in another agent or kernel.",
+            hint="Close the other one (agent.close(), or shut down its kernel), or open a read-only "
+            "view: Session.open(path, read_only=True).",
+            code="session_locked",
+        ) from None
+
+
+def _load_or_create(
+    fd: int, path: Path, *, model: str | None, notebook: str | None, forked_from: dict[str, Any] | None
+) -> SessionState:
+    with open(path, "rb") as f:  # another descriptor: the lock stays on ``fd``
+        state = _parse(f, path)
+        f.seek(0)
+        head = f.read(len(_HEADER_START))
+    if state is not None:
+        if state.good_length < os.fstat(fd).st_size:  # a torn tail: cut it so the next line starts clean
+            os.ftruncate(fd, state.good_length)
+        return state
+    # Empty, or only a header torn while it was first written: nothing was committed.
+    if not _HEADER_START.startswith(head):
+        raise _not_a_session(path, "it has no complete header line")
+    os.ftruncate(fd, 0)
+    state = SessionState(
+        id=new_id("ses"),
+        version=FORMAT_VERSION,
+        created=_now(),
+        model=model,
+        notebook=notebook,
+        forked_from=forked_from,
+    )
+    header = {
+        "type": "session",
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "id": state.id,
+        "created": state.created,
+        "model": model,
+        "notebook": notebook,
+        "forked_from": forked_from,
+    }
+    os.write(fd, _line(header).encode())
+    os.fsync(fd)
+    state.good_length = os.fstat(fd).st_size
+    return state
+
+
+_MESSAGE_PREFIX = b'{"type":"message","message":'
+_HEADER_START = b'{"type":"session",'
+_USAGE_FIELDS = tuple(Usage.model_fields)
+
+
+def _parse(lines: Iterable[bytes], path: Path) -> SessionState | None:
+    """Replay a session's lines; ``None`` when it has no complete header line (a new file)."""
+    state: SessionState | None = None
+    usage: dict[str, Any] = {}
+    offset = 0
+    for number, raw in enumerate(lines, start=1):
+        if not raw.endswith(b"\n"):  # only the last line can lack its newline: a torn write
+            if state is not None:
+                state.warnings.append(
+                    f"{path.name}: skipped a torn last line ({len(raw)} bytes, a write cut short by a "
+                    "crash); every line before it was kept."
+                )
+            break
+        offset += len(raw)
+        if state is None:
+            state = _header(raw, path)
+            continue
+        try:
+            if raw.startswith(_MESSAGE_PREFIX) and raw.endswith(b"}\n"):
+                try:  # the common case, parsed and validated in one go
+                    state.messages.append(MESSAGE_ADAPTER.validate_json(raw[len(_MESSAGE_PREFIX) : -2]))
+                except ValidationError:  # e.g. a newer writer's extra key after the message
+                    _apply(state, _record(raw))
+            else:
+                record = _record(raw)
+                if record.get("type") == "usage":  # summed at the end: Usage.__add__ is not free
+                    for key, value in record["usage"].items():
+                        if key in _USAGE_FIELDS and isinstance(value, (int, float)):
+                            usage[key] = usage.get(key, 0) + value
+                else:
+                    _apply(state, record)
+        except (ValueError, ValidationError, KeyError, TypeError, AttributeError) as exc:
+            state.warnings.append(f"{path.name}: skipped unreadable line {number} ({_brief(exc)}).")
+            continue
+        state.records += 1
+    if state is not None:
+        state.good_length = offset
+        state.usage = Usage.model_validate(usage)
+    return state
+
+
+def _record(raw: bytes) -> dict[str, Any]:
+    record = json.loads(raw)
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    return record
+
+
+def _header(raw: bytes, path: Path) -> SessionState:
+    try:
+        header = json.loads(raw)
+    except ValueError:
+        raise _not_a_session(path, "its first line is not JSON") from None
+    if not isinstance(header, dict) or header.get("type") != "session" or header.get("format") != FORMAT:
+        raise _not_a_session(path, "its first line is not an ipyagent session header")
+    version = header.get("version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise UserError(
+            f"The session {path} was written by a newer ipyagent (format version {version}; this "
+            f"version reads up to {FORMAT_VERSION}).",
+            hint="Upgrade ipyagent (pip install -U ipyagent), or start a new session file.",
+            code="session_too_new",
+        )
+    model = header.get("model")
+    forked = header.get("forked_from")
+    return SessionState(
+        id=str(header.get("id") or new_id("ses")),
+        version=version,
+        created=str(header.get("created") or ""),
+        model=model if isinstance(model, str) else None,
+        notebook=header.get("notebook") if isinstance(header.get("notebook"), str) else None,
+        forked_from=forked if isinstance(forked, dict) else None,
+    )
+
+
+def _apply(state: SessionState, record: dict[str, Any]) -> None:
+    kind = record.get("type")
+    if kind == "message":
+        state.messages.append(MESSAGE_ADAPTER.validate_python(record["message"]))
+    elif kind == "settings":
+        state.settings.update({k: record[k] for k in SETTINGS_KEYS if k in record})
+    elif kind == "compaction":
+        summary = MESSAGE_ADAPTER.validate_python(record["summary"])
+        dropped = int(record["dropped"])
+        state.messages[:dropped] = [summary]
+        state.compactions += 1
+    elif kind == "repair":
+        message = MESSAGE_ADAPTER.validate_python(record["message"])
+        index = int(record["index"])
+        if record.get("replace"):
+            state.messages[index] = message
+        else:
+            state.messages.insert(index, message)
+        state.repairs += 1
+    elif kind == "reset":
+        state.messages.clear()
+        state.resets += 1
+    else:  # a record type from a newer writer of this format version: keep it, ignore it
+        state.unknown.append(record)
+
+
+def _repair(state: SessionState, path: Path) -> list[str]:
+    """Answer every tool call left without a result; return the records that say so."""
+    records: list[str] = []
+    messages = state.messages
+    i = 0
+    while i < len(messages):
+        calls = messages[i].tool_calls
+        if not calls:
+            i += 1
+            continue
+        following = messages[i + 1] if i + 1 < len(messages) else None
+        answered = {r.tool_call_id for r in following.tool_results} if following else set()
+        missing = [c for c in calls if c.id not in answered]
+        if missing:
+            results = tuple(
+                ToolResultBlock(tool_call_id=c.id, name=c.name, content=INTERRUPTED_RESULT, is_error=True)
+                for c in missing
+            )
+            replace = following is not None and following.role == "user"
+            if following is not None and replace:
+                fixed = following.model_copy(update={"content": (*results, *following.content)})
+                messages[i + 1] = fixed
+            else:
+                fixed = Message(role="user", content=results)
+                messages.insert(i + 1, fixed)
+            record = {
+                "type": "repair",
+                "index": i + 1,
+                "replace": replace,
+                "call_ids": [c.id for c in missing],
+                "reason": "tool calls without results (the session ended mid-tool)",
+                "message": fixed.model_dump(mode="json"),
+            }
+            records.append(_line(record))
+            state.repairs += 1
+            names = ", ".join(sorted({c.name for c in missing}))
+            state.warnings.append(
+                f"{path.name}: {len(missing)} tool call(s) ({names}) had no result — the session "
+                "ended mid-tool; they were answered as interrupted."
+            )
+        i += 1
+    return records
+
+
+def _issue(state: SessionState) -> None:
+    for text in state.warnings:
+        warnings.warn(text, SessionWarning, stacklevel=4)
+
+
+def _not_a_session(path: Path, why: str) -> UserError:
+    return UserError(
+        f"{path} is not an ipyagent session file ({why}); it was left untouched.",
+        hint="Pass the path of a .agent.jsonl session, or a new path to start one.",
+        code="not_a_session",
+    )
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _jsonable(value: Any) -> Any:
+    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _brief(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= 120 else text[:119] + "…"
