@@ -63,7 +63,9 @@ class EventBus:
             subs.remove(sub)
 
     def has_listener(self, event_type: str) -> bool:
-        return bool(self._listeners.get(event_type) or self._listeners.get(_ALL))
+        """Whether someone listens to this event type *by name*: a catch-all ("*") listener —
+        a logger, a renderer — is not taken to answer questions."""
+        return bool(self._listeners.get(event_type))
 
     @property
     def has_stream(self) -> bool:

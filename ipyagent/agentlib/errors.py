@@ -113,6 +113,14 @@ class AgentError(Exception):
     def __str__(self) -> str:
         return str(self.info)
 
+    def _render_traceback_(self) -> list[str]:
+        # IPython calls this (duck-typed: nothing here imports IPython) to show a short error
+        # with its hint instead of a traceback through ipyagent's internals.
+        lines = [f"{type(self).__name__}: {self.info.message}"]
+        if self.info.hint:
+            lines.append(f"Hint: {self.info.hint}")
+        return lines
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Keep errors picklable across processes (pytest-xdist, multiprocessing tools).
         return (_rebuild, (type(self), self.info, self.retry_after))

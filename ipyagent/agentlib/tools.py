@@ -40,13 +40,13 @@ class ToolOutput(BaseModel):
     """What a tool returns when it has more to say than a string.
 
     ``text`` goes to the model. ``display`` is a MIME bundle (``{"text/html": ..., "image/png":
-    <base64>}``) shown to the user and never sent to the model.
+    <base64>}``), or a list of them, shown to the user and never sent to the model.
     """
 
     model_config = ConfigDict(frozen=True)
 
     text: str
-    display: dict[str, Any] | None = None
+    display: dict[str, Any] | list[dict[str, Any]] | None = None
     is_error: bool = False
 
 

@@ -159,3 +159,12 @@ async def test_ask_user_through_the_run_context() -> None:
     headless = Agent(model=ScriptedModel([tool_call("confirm_units"), "ok"]), tools=[confirm_units])
     result = await asyncio.wait_for(headless.run("go"), 5)
     assert result.messages[2].tool_results[0].content == "units: None"
+
+
+async def test_a_catch_all_listener_does_not_count_as_someone_who_answers() -> None:
+    agent = Agent(model=ScriptedModel([tool_call("write_note", {"text": "a"}), "ok"]), tools=[write_note])
+    seen: list[Any] = []
+    agent.on("*", seen.append)  # a logger or a renderer: it sees everything but never answers
+    result = await asyncio.wait_for(agent.run("go"), 5)
+    assert "nobody can answer" in result.messages[2].tool_results[0].content
+    assert any(e.type == "permission_resolved" for e in seen)

@@ -36,6 +36,7 @@ from .base import (
     ThinkingLevel,
     ToolCallChunk,
     UsageReport,
+    coalesce,
 )
 
 __all__ = ["AnthropicProvider", "AnthropicStreamParser", "build_request", "thinking_budget"]
@@ -333,9 +334,8 @@ class AnthropicProvider(HTTPProvider):
         # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
         async with aclosing(self._stream_bytes("/v1/messages", body, headers, model)) as chunks:
             async for data in chunks:
-                for event in decoder.feed(data):
-                    for out in parser.feed(event):
-                        yield out
+                for out in coalesce([out for event in decoder.feed(data) for out in parser.feed(event)]):
+                    yield out
         for event in decoder.close():
             for out in parser.feed(event):
                 yield out

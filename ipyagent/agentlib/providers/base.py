@@ -122,6 +122,41 @@ ProviderEvent: TypeAlias = Annotated[
 PROVIDER_EVENT_ADAPTER: TypeAdapter[ProviderEvent] = TypeAdapter(ProviderEvent)
 
 
+def coalesce(events: list[ProviderEvent]) -> list[ProviderEvent]:
+    """Merge adjacent fragments of the same block: what one network read brought in becomes one
+    chunk per block. Every later stage (events, views, comm messages) then works per read, not
+    per token, and the result is the same as feeding the fragments one by one."""
+    if len(events) < 2:
+        return events
+    out: list[ProviderEvent] = [events[0]]
+    for event in events[1:]:
+        last = out[-1]
+        if isinstance(event, TextChunk) and isinstance(last, TextChunk) and event.key == last.key:
+            out[-1] = TextChunk(text=last.text + event.text, key=last.key)
+        elif (
+            isinstance(event, ThinkingChunk)
+            and isinstance(last, ThinkingChunk)
+            and event.key == last.key
+            and last.redacted is None
+            and event.redacted is None
+        ):
+            signature = (last.signature or "") + (event.signature or "") or None
+            out[-1] = ThinkingChunk(text=last.text + event.text, signature=signature, key=last.key)
+        elif (
+            isinstance(event, ToolCallChunk)
+            and isinstance(last, ToolCallChunk)
+            and event.key == last.key
+            and event.id is None
+            and event.name is None
+        ):
+            out[-1] = ToolCallChunk(
+                key=last.key, id=last.id, name=last.name, arguments=last.arguments + event.arguments
+            )
+        else:
+            out.append(event)
+    return out
+
+
 @runtime_checkable
 class Provider(Protocol):
     """A model the agent can call.

@@ -36,6 +36,7 @@ from .base import (
     ThinkingChunk,
     ToolCallChunk,
     UsageReport,
+    coalesce,
 )
 
 __all__ = ["OllamaProvider", "OllamaStreamParser", "build_request"]
@@ -277,9 +278,8 @@ class OllamaProvider(HTTPProvider):
         # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
         async with aclosing(self._stream_bytes("/api/chat", body, headers, model)) as chunks:
             async for data in chunks:
-                for line in decoder.feed(data):
-                    for out in parser.feed(line):
-                        yield out
+                for out in coalesce([out for line in decoder.feed(data) for out in parser.feed(line)]):
+                    yield out
         for line in decoder.close():
             for out in parser.feed(line):
                 yield out

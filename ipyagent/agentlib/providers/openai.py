@@ -32,6 +32,7 @@ from .base import (
     ThinkingChunk,
     ToolCallChunk,
     UsageReport,
+    coalesce,
 )
 
 __all__ = ["OpenAIDialect", "OpenAIProvider", "OpenAIStreamParser", "build_request"]
@@ -354,9 +355,8 @@ class OpenAIProvider(HTTPProvider):
         # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
         async with aclosing(self._stream_bytes("/chat/completions", body, headers, model)) as chunks:
             async for data in chunks:
-                for event in decoder.feed(data):
-                    for out in parser.feed(event):
-                        yield out
+                for out in coalesce([out for event in decoder.feed(data) for out in parser.feed(event)]):
+                    yield out
         for event in decoder.close():
             for out in parser.feed(event):
                 yield out
