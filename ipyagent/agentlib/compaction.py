@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from .errors import AgentError, ErrorInfo
 from .events import CompactionCompleted, CompactionStarted, Warning
 from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
-from .providers.base import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport
+from .providers.base import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport, open_stream
 from .retry import RetryPolicy
 from .usage import CHARS_PER_TOKEN, Usage
 
@@ -214,11 +214,12 @@ async def _ask(
         pieces: list[str] = []
         reported: Usage | None = None
         try:
-            async for chunk in provider.stream(request):
-                if isinstance(chunk, TextChunk):
-                    pieces.append(chunk.text)
-                elif isinstance(chunk, UsageReport):
-                    reported = chunk.usage
+            async with open_stream(provider, request) as stream:
+                async for chunk in stream:
+                    if isinstance(chunk, TextChunk):
+                        pieces.append(chunk.text)
+                    elif isinstance(chunk, UsageReport):
+                        reported = chunk.usage
         except AgentError as exc:
             usage = usage + (reported or Usage()).model_copy(update={"requests": 1})
             if exc.retryable and attempt < policy.attempts:

@@ -30,7 +30,11 @@ __all__ = [
     "new_id",
 ]
 
-FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error", "cancelled"]
+#: Why a reply ended. ``pause`` means the provider paused a long turn and expects the reply back
+#: to go on (Anthropic's ``pause_turn``); the loop continues it.
+FinishReason = Literal[
+    "stop", "length", "tool_calls", "content_filter", "refusal", "error", "cancelled", "pause"
+]
 
 
 def new_id(prefix: str) -> str:

@@ -45,7 +45,7 @@ from .events import (
 from .hooks import BlockToolCall, ToolCallInfo, call_hook, hook_name
 from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .parts import PartsAssembler
-from .providers.base import ModelRequest, Provider
+from .providers.base import ModelRequest, Provider, open_stream
 from .result import RunResult
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens
@@ -108,6 +108,8 @@ class AgentRun:
                 self._commit(reply)
                 await self._after_model(reply)
                 if not reply.tool_calls:
+                    if reply.finish_reason == "pause":  # the provider asks us to let it go on
+                        continue
                     if queued := self.agent._take_queued():
                         self._commit(Message.user(queued))
                         continue
@@ -153,9 +155,10 @@ class AgentRun:
             started = time.monotonic()
             assembler = self._assembler = PartsAssembler(taken_ids=self.agent._call_ids)
             try:
-                async for chunk in self.provider.stream(request):
-                    for event in assembler.feed(chunk):
-                        self._emit(event)
+                async with open_stream(self.provider, request) as stream:
+                    async for chunk in stream:
+                        for event in assembler.feed(chunk):
+                            self._emit(event)
                 for event in assembler.finish():
                     self._emit(event)
             except AgentError as exc:

@@ -454,3 +454,38 @@ async def test_a_failed_first_turn_leaves_a_transcript_the_next_run_continues() 
     assert (await agent.run("one")).status == "failed"
     assert (await agent.run("two")).text == "back"
     assert [m.text for m in model.requests[1].messages] == ["one", "two"]
+
+
+async def test_a_paused_turn_is_continued() -> None:
+    from ipyagent.agentlib.providers.base import ResponseEnd
+
+    class Pausing(ScriptedModel):
+        async def stream(self, request: Any) -> Any:
+            async for event in super().stream(request):
+                if isinstance(event, ResponseEnd) and len(self.requests) == 1:
+                    yield ResponseEnd(finish_reason="pause")
+                else:
+                    yield event
+
+    model = Pausing([[text("Part one. ")], "Part two."])
+    agent = Agent(model=model)
+    result = await agent.run("long answer")
+    assert result.status == "completed"
+    assert len(model.requests) == 2
+    assert [m.text for m in agent.messages if m.role == "assistant"] == ["Part one. ", "Part two."]
+
+
+async def test_an_abandoned_stream_is_closed_at_once() -> None:
+    closed: list[bool] = []
+
+    class Tracking(ScriptedModel):
+        async def stream(self, request: Any) -> Any:
+            try:
+                async for event in super().stream(request):
+                    yield event
+            finally:
+                closed.append(True)
+
+    model = Tracking([[text("partial"), error(ProviderUnavailable("down", retryable=False))]])
+    await Agent(model=model).run("hi")
+    assert closed == [True]

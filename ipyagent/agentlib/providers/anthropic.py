@@ -54,9 +54,8 @@ _STOP: dict[str, FinishReason] = {
     "tool_use": "tool_calls",
     "refusal": "refusal",
     "model_context_window_exceeded": "length",
-    # pause_turn asks the client to send the reply back so the model can go on; FinishReason has
-    # no such value, and "length" (incomplete) is the closest truthful one.
-    "pause_turn": "length",
+    # pause_turn asks the client to send the reply back so the model can go on; the loop does.
+    "pause_turn": "pause",
 }
 
 

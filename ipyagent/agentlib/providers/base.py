@@ -13,6 +13,7 @@ Failures are raised as :class:`~ipyagent.agentlib.errors.ProviderError` or
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -155,6 +156,21 @@ def coalesce(events: list[ProviderEvent]) -> list[ProviderEvent]:
         else:
             out.append(event)
     return out
+
+
+@asynccontextmanager
+async def open_stream(
+    provider: Provider, request: ModelRequest
+) -> AsyncIterator[AsyncIterator[ProviderEvent]]:
+    """``provider.stream(request)``, closed on exit even when abandoned midway: a cancelled or
+    failed turn must release its connection now, not when the garbage collector gets to it."""
+    stream = provider.stream(request)
+    try:
+        yield stream
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 @runtime_checkable

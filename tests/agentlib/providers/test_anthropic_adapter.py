@@ -58,7 +58,7 @@ def test_redacted_thinking_pause_turn_and_empty_input() -> None:
     s = summarize(parse(ANTHROPIC_REDACTED_PAUSE))
     assert s.redacted == ["EmwKAhgB"]
     assert s.calls == {1: {"id": "t2", "name": "noop", "arguments": ""}}  # empty total means {}
-    assert s.finish == "length"
+    assert s.finish == "pause"  # the loop sends the reply back and lets it go on
 
 
 def test_usage_is_cumulative_and_counts_cache() -> None:
