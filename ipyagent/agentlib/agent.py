@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -545,13 +546,19 @@ class Agent:
         return f"Agent(model={model!r}, tools={tools}, messages={len(self._messages)}{saved})"
 
 
+_announced: set[str] = set()
+
+
 def _resolve(model: str | Provider | None) -> Provider:
     if model is None:
-        raise UserError(
-            "No model configured.",
-            hint='Pass model="<endpoint>/<model>", e.g. Agent(model="openai/gpt-4.1").',
-            code="no_model",
-        )
+        from .endpoints import default_model_id
+
+        model = default_model_id()
+        if model not in _announced:  # say once which model a bare Agent() picked, and how to choose
+            _announced.add(model)
+            print(
+                f"ipyagent: no model configured, using {model} (choose one with model=...)", file=sys.stderr
+            )
     if isinstance(model, str):
         from .endpoints import provider_for  # HTTP adapters load only when a model string is used
 

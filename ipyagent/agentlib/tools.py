@@ -116,7 +116,15 @@ class Tool:
 
 
 @overload
-def tool(function: F, /) -> Tool: ...
+def tool(
+    function: F,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    timeout: float | None = None,
+) -> Tool: ...
 @overload
 def tool(
     *,

@@ -113,6 +113,6 @@ async def test_leaving_a_stream_early_cancels_the_run() -> None:
 
 
 async def test_a_stream_raises_user_errors_before_the_run() -> None:
-    with pytest.raises(UserError, match="No model"):
-        async for _ in Agent().stream("go"):
+    with pytest.raises(UserError, match="Unknown endpoint"):
+        async for _ in Agent(model="nowhere/model").stream("go"):
             pass

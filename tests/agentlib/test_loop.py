@@ -441,7 +441,14 @@ async def test_run_sync_inside_a_running_loop_says_what_to_do() -> None:
         Agent(model=ScriptedModel(["x"])).run_sync("hi")
 
 
-async def test_no_model_and_unknown_models_raise_user_errors() -> None:
+async def test_no_model_and_unknown_models_raise_user_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "IPYAGENT_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("IPYAGENT_LOCAL_MODEL", "/nonexistent/model.gguf")
+    with pytest.raises(UserError, match="No model configured") as caught:
+        await Agent().run("hi")
+    assert "ANTHROPIC_API_KEY" in caught.value.hint
+    assert "ipyagent[local]" in caught.value.hint
     with pytest.raises(UserError, match="No model configured"):
         await Agent().run("hi")
     with pytest.raises(UserError):

@@ -1,0 +1,33 @@
+"""``%load_ext ipyagent``: register the magics and the hooks; ``%unload_ext`` removes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .magics import AgentMagics
+from .state import KernelState
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+
+_STATES: dict[int, KernelState] = {}
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    if id(ipython) in _STATES:
+        return
+    state = KernelState(shell=ipython)
+    _STATES[id(ipython)] = state
+    ipython.events.register("post_run_cell", state.history.post_run_cell)
+    ipython.register_magics(AgentMagics(ipython, state=state))
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    state = _STATES.pop(id(ipython), None)
+    if state is None:
+        return
+    ipython.events.unregister("post_run_cell", state.history.post_run_cell)
+    magics = ipython.magics_manager.registry.pop("AgentMagics", None)
+    if magics is not None:
+        ipython.magics_manager.magics["cell"].pop("agent", None)
+        ipython.magics_manager.magics["line"].pop("agent", None)
+    state.close()

@@ -1,0 +1,294 @@
+"""The ``%%agent`` cell magic and the ``%agent`` line commands.
+
+``%%agent`` blocks until the run ends (so Run All and nbval see the result) while the cell
+updates live; Ctrl-C / ■ cancels the run; a failed run raises, after showing its error and hint,
+so that Run All stops there. Defaults are configurable (``c.AgentMagics.model = ...`` in an
+IPython profile or ``%config AgentMagics.auto_approve = True``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, CaselessStrEnum, Int, Unicode
+
+from ..agentlib.agent import Agent
+from ..agentlib.errors import ErrorInfo, UserError
+from ..agentlib.providers.base import Provider
+from ..agentlib.result import RunResult
+from .interpolate import interpolate
+from .notebook_path import session_file
+from .render import DisplayRenderer, QuietRenderer, TerminalRenderer
+from .runner import Renderer, run_blocking
+from .state import KernelState
+from .tools import GROUPS, kernel_tools
+
+__all__ = ["AgentMagics", "AgentRunFailed"]
+
+HELP = """\
+%%agent [options]          the cell body is the prompt; {var} inserts a variable, {{ }} literal braces
+  -m/--model ID            model for this run, "<endpoint>/<model>" (or a Provider variable's name)
+  -s/--session NAME        use the conversation NAME (analysis.NAME.agent.jsonl beside the notebook)
+  --new                    start a fresh conversation
+  -y/--yes                 run tools that change things without asking
+  --read-only              refuse every tool that changes something
+  --tools GROUPS           tool groups: python,notebook,files (default: all)
+  --max-turns N            model calls allowed in this run
+  --thinking LEVEL         none | low | medium | high
+  -o/--output VAR          store the result object (text, messages, usage, status) in VAR
+  --quiet                  show nothing while running
+
+%agent model [ID]          show or set the model for this kernel
+%agent models              configured endpoints and whether each one's key is set
+%agent session [list|new|NAME]
+%agent usage               tokens and cost of the current conversation
+%agent history             the conversation so far
+%agent compact             summarize older turns to free context
+%agent reset               forget the current conversation
+%agent help                this text
+"""
+
+
+class AgentRunFailed(Exception):
+    """Raised by a ``%%agent`` cell whose run failed, so that Run All and nbval stop there."""
+
+    def __init__(self, error: ErrorInfo) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows these lines instead of a long, unhelpful traceback into our internals.
+        lines = [f"AgentRunFailed [{self.error.code}]: {self.error.message}"]
+        if self.error.hint:
+            lines.append(f"Hint: {self.error.hint}")
+        return lines
+
+
+@magics_class
+class AgentMagics(Magics):
+    """``%%agent`` and ``%agent``. Configure defaults with ``c.AgentMagics.<name>``."""
+
+    model = Unicode(None, allow_none=True, help="Default model id, e.g. 'openai/gpt-4.1'.").tag(config=True)
+    auto_approve = Bool(False, help="Run tools that change things without asking.").tag(config=True)
+    max_turns = Int(30, help="Model calls allowed in one %%agent run.").tag(config=True)
+    session_dir = Unicode(
+        None, allow_none=True, help="Folder for conversation files (default: beside the notebook)."
+    ).tag(config=True)
+    thinking = CaselessStrEnum(
+        ["none", "low", "medium", "high"], None, allow_none=True, help="Reasoning effort."
+    ).tag(config=True)
+    tools = Unicode(",".join(GROUPS), help="Tool groups available by default.").tag(config=True)
+    show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
+
+    def __init__(self, shell: Any, *, state: KernelState) -> None:
+        super().__init__(shell)
+        self.state = state
+
+    # -- %%agent ---------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("-m", "--model", default=None, help="Model id '<endpoint>/<model>' for this run.")
+    @argument("-s", "--session", default=None, help="Conversation name (a file beside the notebook).")
+    @argument("--new", action="store_true", help="Start a fresh conversation.")
+    @argument("-y", "--yes", action="store_true", help="Run tools that change things without asking.")
+    @argument("--read-only", action="store_true", help="Refuse every tool that changes something.")
+    @argument("--tools", default=None, help="Comma-separated tool groups: python,notebook,files.")
+    @argument("--max-turns", type=int, default=None, help="Model calls allowed in this run.")
+    @argument("--thinking", default=None, choices=["none", "low", "medium", "high"], help="Reasoning effort.")
+    @argument("-o", "--output", default=None, help="Store the result object in this variable.")
+    @argument("--quiet", action="store_true", help="Show nothing while the run is in progress.")
+    @argument(
+        "command", nargs="*", help="(line form) model, models, session, usage, compact, reset, history, help"
+    )
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> Any:
+        """Talk to the agent: ``%%agent`` runs the cell body as a prompt; ``%agent help`` lists
+        the line commands."""
+        if cell is None:
+            return self._command(line)
+        args = parse_argstring(self.agent, line)
+        if args.command:
+            raise UserError(
+                f"Unexpected words after %%agent: {' '.join(args.command)!r}.",
+                hint="Options start with '-' (see %%agent?); the prompt goes in the cell body.",
+            )
+        prompt = interpolate(cell, self.shell.user_ns).strip() if self.shell else cell.strip()
+        if not prompt:
+            raise UserError("The %%agent cell is empty.", hint="Write your request in the cell body.")
+        agent = self._agent(args.session, new=args.new)
+        self._configure(agent, args)
+        result, interrupted = run_blocking(
+            agent, prompt, renderer=self._renderer(args.quiet), loop=self.state.loop, main=self.state.main
+        )
+        if args.output and result is not None and self.shell is not None:
+            self.shell.user_ns[args.output] = result
+        return self._conclude(result, interrupted)
+
+    def _configure(self, agent: Agent, args: Any) -> None:
+        model = self._resolve_model(args.model)
+        if model is not None:
+            agent.model = model
+        agent.auto_approve = bool(args.yes or self.auto_approve)
+        agent.can_write = not args.read_only
+        agent.max_turns = args.max_turns or self.max_turns
+        thinking = args.thinking or self.thinking
+        agent.settings = agent.settings.model_copy(update={"thinking": thinking})
+        groups = [g.strip() for g in (args.tools or self.tools).split(",") if g.strip()]
+        agent.tools = []
+        for t in kernel_tools(
+            groups,
+            shell=self.shell,
+            main=self.state.main,
+            workspace=self.state.workspace,
+            notebook=self.state.notebook,
+        ):
+            agent.add_tool(t)
+        model_id = agent.provider.model_id  # resolves now: a missing key fails before the run
+        self.state.say_once(f"model:{model_id}", f"ipyagent: using {model_id} (change with %agent model ID)")
+
+    def _resolve_model(self, requested: str | None) -> str | Provider | None:
+        value = requested or self.state.model or self.model or os.environ.get("IPYAGENT_MODEL")
+        if isinstance(value, str) and self.shell is not None and value.isidentifier():
+            candidate = self.shell.user_ns.get(value)
+            if isinstance(candidate, Provider):  # `-m my_scripted_model`: a Provider object
+                return candidate
+        return value
+
+    def _agent(self, session: str | None, *, new: bool) -> Agent:
+        """The agent of conversation ``session``, opened from its file beside the notebook."""
+        name = session if session is not None else self.state.session
+        agent = self.state.agents.get(name)
+        if agent is None:
+            notebook = self.state.notebook
+            path = session_file(notebook, name, session_dir=self.session_dir)
+            if notebook is None and not self.session_dir:
+                self.state.say_once(
+                    "where",
+                    "ipyagent: this kernel does not know its notebook; "
+                    f"conversations are saved in {path.parent}",
+                )
+            agent = Agent(
+                model=self._resolve_model(None),
+                session=path,
+                notebook=str(notebook) if notebook else None,
+                workspace=self.state.workspace,
+            )
+            self.state.agents[name] = agent
+        if new:
+            agent.reset()
+        return agent
+
+    def _renderer(self, quiet: bool) -> Renderer:
+        if quiet:
+            return QuietRenderer()
+        if self.shell is not None and getattr(self.shell, "kernel", None) is not None:
+            return DisplayRenderer(show_thinking=self.show_thinking)
+        return TerminalRenderer(show_thinking=self.show_thinking)
+
+    def _conclude(self, result: RunResult | None, interrupted: bool) -> None:
+        if interrupted or result is None or result.status == "cancelled":
+            print("Run cancelled; the conversation is kept and the next %%agent continues it.")
+            if interrupted:
+                raise KeyboardInterrupt
+            return
+        if result.status == "failed":
+            assert result.error is not None
+            raise AgentRunFailed(result.error)
+
+    # -- %agent ----------------------------------------------------------------------------------
+
+    def _command(self, line: str) -> Any:
+        words = line.split()
+        command, rest = (words[0], words[1:]) if words else ("help", [])
+        handler = getattr(self, f"_cmd_{command}", None)
+        if handler is None:
+            raise UserError(
+                f"Unknown command %agent {command}.", hint="See %agent help.", code="unknown_command"
+            )
+        return handler(rest)
+
+    def _cmd_help(self, rest: list[str]) -> None:
+        print(HELP)
+
+    def _cmd_model(self, rest: list[str]) -> None:
+        if rest:
+            model = self._resolve_model(rest[0])
+            Agent(model=model).provider  # noqa: B018 - resolve now: fail here, not in the next cell
+            self.state.model = model
+            for agent in self.state.agents.values():
+                agent.model = model
+        current = self._resolve_model(None)
+        name = current.model_id if isinstance(current, Provider) else current
+        print(f"model: {name or '(default)'}")
+
+    def _cmd_models(self, rest: list[str]) -> None:
+        from ..agentlib.endpoints import endpoints
+
+        for name, endpoint in sorted(endpoints().items()):
+            env = endpoint.key_env
+            if endpoint.api_key:
+                status = "key in config file"
+            elif not env or not endpoint.key_required:
+                status = "no key needed"
+            else:
+                status = f"{env} set" if os.environ.get(env) else f"{env} not set"
+            print(f"{name:<12} {endpoint.kind:<10} {status}")
+
+    def _cmd_session(self, rest: list[str]) -> None:
+        notebook = self.state.notebook
+        if not rest or rest[0] == "list":
+            current = self.state.session
+            folder = session_file(notebook, None, session_dir=self.session_dir).parent
+            stem = notebook.stem if notebook else "ipyagent"
+            on_disk = {
+                p.name[len(stem) + 1 : -len(".agent.jsonl")] or None
+                for p in folder.glob(f"{stem}.*agent.jsonl")
+            }
+            for name in sorted(on_disk | set(self.state.agents) | {current}, key=lambda n: n or ""):
+                marker = "*" if name == current else " "
+                where = session_file(notebook, name, session_dir=self.session_dir)
+                print(f"{marker} {name or '(default)'}  {where}")
+            return
+        if rest[0] == "new":
+            self._agent(None, new=True)
+            print("Started a new conversation.")
+            return
+        session_file(notebook, rest[0])  # validates the name
+        self.state.session = rest[0]
+        print(f"Using session {rest[0]!r}.")
+
+    def _current(self) -> Agent | None:
+        return self.state.agents.get(self.state.session)
+
+    def _cmd_usage(self, rest: list[str]) -> None:
+        agent = self._current()
+        if agent is None:
+            print("No conversation yet.")
+            return
+        print(f"usage: {agent.usage} over {agent.usage.requests} request(s)")
+        print(f"context: {agent.context}")
+
+    def _cmd_history(self, rest: list[str]) -> None:
+        agent = self._current()
+        for message in agent.messages if agent else []:
+            calls = ", ".join(c.name for c in message.tool_calls)
+            text = message.text or (f"[results: {len(message.tool_results)}]" if message.tool_results else "")
+            print(f"{message.role:>9}: {text[:200]}{' [calls: ' + calls + ']' if calls else ''}")
+
+    def _cmd_reset(self, rest: list[str]) -> None:
+        agent = self._current()
+        if agent is not None:
+            agent.reset()
+        print("The conversation was reset.")
+
+    def _cmd_compact(self, rest: list[str]) -> None:
+        agent = self._current()
+        compact = getattr(agent, "compact", None)
+        if agent is None or compact is None:
+            print("Nothing to compact.")
+            return
+        future = self.state.loop.submit(compact(focus=" ".join(rest)))
+        print(future.result())

@@ -1,0 +1,51 @@
+"""Where this kernel's notebook is, and where its conversations are kept beside it.
+
+``analysis.ipynb`` keeps its default conversation in ``analysis.agent.jsonl`` in the same folder;
+``--session NAME`` uses ``analysis.NAME.agent.jsonl``. The notebook's path comes from Jupyter
+Server (``JPY_SESSION_NAME``, also exposed by ipykernel as ``__session__``); a kernel started
+another way (nbclient, a console) falls back to the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["find_notebook", "session_file"]
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def find_notebook(shell: Any = None) -> Path | None:
+    """The .ipynb this kernel belongs to, when Jupyter Server said so."""
+    name = os.environ.get("JPY_SESSION_NAME") or (shell.user_ns.get("__session__") if shell else None)
+    if not name or not str(name).endswith(".ipynb"):
+        return None
+    path = Path(name)
+    if path.is_absolute():
+        return path
+    # Older servers give the path relative to their root; the kernel runs in the notebook's folder.
+    for candidate in (Path.cwd() / path, Path.cwd() / path.name):
+        if candidate.exists():
+            return candidate.resolve()
+    return (Path.cwd() / path.name).resolve()
+
+
+def session_file(
+    notebook: Path | None, name: str | None = None, *, session_dir: str | Path | None = None
+) -> Path:
+    """The conversation file for ``notebook`` (or the working directory) and session ``name``."""
+    if name is not None and not _SAFE_NAME.fullmatch(name):
+        from ..agentlib.errors import UserError
+
+        raise UserError(
+            f"Session name {name!r} is not allowed.",
+            hint="Use letters, digits, '_', '-' or '.', starting with a letter or digit (--session eda).",
+            code="invalid_session_name",
+        )
+    stem = notebook.stem if notebook is not None else "ipyagent"
+    folder = Path(session_dir) if session_dir else (notebook.parent if notebook is not None else Path.cwd())
+    middle = f".{name}" if name else ""
+    return folder / f"{stem}{middle}.agent.jsonl"

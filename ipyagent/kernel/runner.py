@@ -1,0 +1,181 @@
+"""Running an agent from a cell that blocks until the run ends, while the cell still updates.
+
+The model I/O runs on one asyncio loop in a daemon thread (:class:`KernelLoop`), shared by every
+run of the kernel so that HTTP clients and loaded models persist. The kernel's main thread,
+which is executing the ``%%agent`` cell, waits in :func:`run_blocking` on an inbox that carries
+both the run's events (rendered on the main thread, in the cell's output context) and jobs that
+must run on the main thread (user code, display hooks, matplotlib). Ctrl-C / the ■ button raises
+KeyboardInterrupt in that wait: the run is cancelled and the cell ends within about a second.
+
+Why not ``nest_asyncio`` or the kernel's own loop: see shared/reference/jupyter-testing.md — the
+former broke ipykernel 7 and did not cancel on interrupt; the worker-thread loop worked on 6.x
+and 7.x and cancelled cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from ..agentlib.agent import Agent
+from ..agentlib.events import AgentEvent
+from ..agentlib.result import RunResult
+
+__all__ = ["KernelLoop", "MainThread", "Renderer", "run_blocking"]
+
+T = TypeVar("T")
+
+#: How long the main thread waits for the run to wind down after an interrupt before giving up.
+CANCEL_GRACE = 5.0
+
+
+class Renderer(Protocol):
+    def handle(self, event: AgentEvent) -> None: ...
+    def tick(self) -> None: ...
+    def finish(self, result: RunResult | None) -> None: ...
+
+
+class KernelLoop:
+    """One event loop in a daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def serve() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                threading.Thread(target=serve, name="ipyagent-loop", daemon=True).start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop = None
+
+
+@dataclass
+class _Job:
+    fn: Callable[[], Any]
+    future: concurrent.futures.Future[Any]
+
+
+class MainThread:
+    """Lets coroutines on the worker loop run functions on the kernel's main thread.
+
+    Jobs are delivered through the inbox of the blocking run in progress; with no blocking run
+    (or when already on the main thread) they run at once in the calling thread.
+    """
+
+    def __init__(self) -> None:
+        self._inbox: queue.Queue[Any] | None = None
+        self._thread = threading.main_thread()
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        inbox = self._inbox
+        if inbox is None or threading.current_thread() is self._thread:
+            return fn()
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        inbox.put(_Job(fn, future))
+        return await asyncio.wrap_future(future)
+
+    def attach(self, inbox: queue.Queue[Any] | None) -> None:
+        self._inbox = inbox
+
+
+_DONE = object()
+
+
+def run_blocking(
+    agent: Agent,
+    prompt: str,
+    *,
+    renderer: Renderer,
+    loop: KernelLoop,
+    main: MainThread,
+    poll: Callable[[], None] | None = None,
+) -> tuple[RunResult | None, bool]:
+    """Run ``agent`` on ``prompt`` and wait for it on this (the main) thread.
+
+    Returns ``(result, interrupted)``; ``result`` is None only when the run could not wind down
+    within :data:`CANCEL_GRACE` seconds of an interrupt. ``poll`` is called while waiting, for
+    front ends whose widget messages must be pumped by hand.
+    """
+    inbox: queue.Queue[Any] = queue.Queue()
+    subscription = agent.on("*", inbox.put)
+    main.attach(inbox)
+    future = loop.submit(agent.run(prompt))
+    future.add_done_callback(lambda _: inbox.put(_DONE))
+    interrupted = False
+    deadline: float | None = None
+    try:
+        while True:
+            try:
+                item = inbox.get(timeout=0.05)
+                if item is _DONE:
+                    break
+                if isinstance(item, _Job):
+                    _run_job(item)
+                else:
+                    renderer.handle(item)
+                renderer.tick()
+                if poll is not None:
+                    poll()
+            except queue.Empty:
+                renderer.tick()
+                if poll is not None:
+                    poll()
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+            except KeyboardInterrupt:
+                interrupted = True
+                agent.cancel()
+                deadline = time.monotonic() + CANCEL_GRACE
+        # Events emitted just before the run ended may still be queued behind _DONE's callback.
+        while not inbox.empty():
+            item = inbox.get_nowait()
+            if isinstance(item, _Job):
+                _run_job(item)
+            elif item is not _DONE:
+                renderer.handle(item)
+    finally:
+        main.attach(None)
+        subscription.remove()
+    result = future.result() if future.done() and not future.cancelled() else None
+    renderer.finish(result)
+    return result, interrupted
+
+
+def _run_job(job: _Job) -> None:
+    if not job.future.set_running_or_notify_cancel():
+        return
+    try:
+        job.future.set_result(job.fn())
+    except KeyboardInterrupt:
+        # The user stopped the code the job ran: the tool sees a plain error (a KeyboardInterrupt
+        # would break the worker loop), and the wait loop cancels the run.
+        job.future.set_exception(InterruptedError("Interrupted by the user (Ctrl-C / ■)."))
+        raise
+    except Exception as exc:
+        job.future.set_exception(exc)

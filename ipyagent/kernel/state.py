@@ -1,0 +1,50 @@
+"""What the extension keeps for the life of a kernel: the worker loop, the main-thread bridge,
+cell history, and one agent per conversation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..agentlib.agent import Agent
+from ..agentlib.providers.base import Provider
+from .notebook_path import find_notebook
+from .runner import KernelLoop, MainThread
+from .tools.python import History
+
+__all__ = ["KernelState"]
+
+
+@dataclass
+class KernelState:
+    shell: Any
+    loop: KernelLoop = field(default_factory=KernelLoop)
+    main: MainThread = field(default_factory=MainThread)
+    history: History = field(default_factory=History)
+    agents: dict[str | None, Agent] = field(default_factory=dict)
+    #: Set by ``%agent model``: wins over configuration for the rest of the kernel's life.
+    model: str | Provider | None = None
+    session: str | None = None
+    said: set[str] = field(default_factory=set)
+
+    @property
+    def notebook(self) -> Path | None:
+        return find_notebook(self.shell)
+
+    @property
+    def workspace(self) -> Path:
+        notebook = self.notebook
+        return notebook.parent if notebook is not None else Path.cwd()
+
+    def say_once(self, key: str, message: str) -> None:
+        """Print a notice the first time only (which model is used, where sessions go, ...)."""
+        if key not in self.said:
+            self.said.add(key)
+            print(message)
+
+    def close(self) -> None:
+        for agent in self.agents.values():
+            agent.cancel()
+        self.agents.clear()
+        self.loop.stop()

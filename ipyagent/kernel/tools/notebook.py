@@ -1,0 +1,192 @@
+"""Tools on the notebook document: read its cells, insert, edit, delete and move them.
+
+How edits reach the user:
+
+- ``insert_cell`` with no ``index`` on the notebook this kernel belongs to proposes the cell
+  through the kernel's ``set_next_input`` payload: the front end adds it below the running
+  cell, in the user's own document, where nothing can be overwritten. (Front ends apply one
+  such proposal per cell run, so several are joined into one cell.)
+- Every other edit is applied to the saved ``.ipynb`` with nbformat, atomically, and guarded
+  against stale edits: it names the source it expects to replace, and is refused if the cell
+  changed. A front end with the file open notices the change on disk and asks before
+  overwriting it when the user saves, so unsaved work is never silently replaced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...agentlib.tools import Tool, tool
+from ..runner import MainThread
+from .files import WorkspaceError, atomic_write
+
+__all__ = ["notebook_tools"]
+
+OUTPUT_CAP = 1_500
+
+
+def _load(path: Path) -> Any:
+    import nbformat
+
+    if not path.exists():
+        raise WorkspaceError(f"No notebook at {path}.")
+    return nbformat.read(str(path), as_version=4)
+
+
+def _save(path: Path, nb: Any) -> None:
+    import nbformat
+
+    nbformat.validate(nb)
+    atomic_write(path, nbformat.writes(nb) + "\n")
+
+
+def _find(nb: Any, cell_id: str) -> int:
+    for index, cell in enumerate(nb.cells):
+        if cell.get("id") == cell_id:
+            return index
+    ids = ", ".join(c.get("id", "?") for c in nb.cells[:30])
+    raise WorkspaceError(f"No cell with id {cell_id!r}. Cell ids: {ids}. Call read_cells again.")
+
+
+def _outputs_text(cell: Any) -> str:
+    parts: list[str] = []
+    for output in cell.get("outputs", []):
+        kind = output.get("output_type")
+        if kind == "stream":
+            parts.append(output.get("text", ""))
+        elif kind == "error":
+            parts.append(f"{output.get('ename')}: {output.get('evalue')}")
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            parts.append(data.get("text/plain", f"({', '.join(sorted(data))})"))
+    text = "".join(p if p.endswith("\n") else p + "\n" for p in parts).rstrip()
+    return text if len(text) <= OUTPUT_CAP else text[:OUTPUT_CAP] + "\n… (output truncated)"
+
+
+def notebook_tools(shell: Any, main: MainThread, notebook: Path | None) -> list[Tool]:
+    proposals: list[str] = []
+
+    def target(path: str | None) -> Path:
+        if path:
+            base = notebook.parent if notebook else Path.cwd()
+            return (base / path).resolve()
+        if notebook is None:
+            raise WorkspaceError(
+                "This kernel does not know its notebook (it was not started by Jupyter Server); "
+                "pass the notebook's path."
+            )
+        return notebook
+
+    def read_cells(path: str | None = None) -> str:
+        """Read a notebook's cells: index, id, type, source and (trimmed) saved outputs.
+
+        Args:
+            path: Notebook path; default: the notebook this kernel belongs to (as last saved).
+        """
+        nb = _load(target(path))
+        parts = []
+        for index, cell in enumerate(nb.cells):
+            head = f"[{index}] id={cell.get('id', '?')} {cell.cell_type}"
+            if cell.cell_type == "code" and cell.get("execution_count"):
+                head += f" (ran as In [{cell.execution_count}])"
+            part = f"{head}\n{cell.source}"
+            outputs = _outputs_text(cell) if cell.cell_type == "code" else ""
+            if outputs:
+                part += f"\n--- output ---\n{outputs}"
+            parts.append(part)
+        return "\n\n".join(parts) or "(the notebook has no cells)"
+
+    async def insert_cell(
+        source: str, cell_type: str = "code", index: int | None = None, path: str | None = None
+    ) -> str:
+        """Add a cell. With no index (and no path) it is proposed right below the running cell.
+
+        Args:
+            source: The new cell's content.
+            cell_type: "code" or "markdown".
+            index: Position in the saved notebook file to insert at (0 = first).
+            path: Another notebook to edit (default: this one).
+        """
+        if cell_type not in ("code", "markdown"):
+            raise WorkspaceError('cell_type must be "code" or "markdown".')
+        if index is None and path is None:
+            text = source if cell_type == "code" else f"%%markdown\n{source}"
+            proposals.append(text)
+            joined = "\n\n".join(proposals)
+            await main.run(lambda: shell.set_next_input(joined, replace=False))
+            return "Proposed the cell below the current one; the user sees it in the notebook."
+        import nbformat
+
+        file = target(path)
+        nb = _load(file)
+        position = len(nb.cells) if index is None else max(0, min(index, len(nb.cells)))
+        make = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
+        cell = make(source)
+        nb.cells.insert(position, cell)
+        _save(file, nb)
+        return f"Inserted a {cell_type} cell with id {cell.id} at index {position} of {file.name}."
+
+    def edit_cell(cell_id: str, old_source: str, new_source: str, path: str | None = None) -> str:
+        """Replace a cell's whole source. Refused if the cell no longer holds ``old_source``.
+
+        Args:
+            cell_id: The cell's id (from read_cells).
+            old_source: The source you expect the cell to have now, exactly.
+            new_source: Its new source.
+            path: Notebook path (default: this one).
+        """
+        file = target(path)
+        nb = _load(file)
+        cell = nb.cells[_find(nb, cell_id)]
+        if cell.source != old_source:
+            raise WorkspaceError(
+                f"Cell {cell_id} changed since you read it; nothing was edited. "
+                f"Its source now:\n{cell.source}"
+            )
+        cell.source = new_source
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        _save(file, nb)
+        return f"Edited cell {cell_id} in {file.name}."
+
+    def delete_cell(cell_id: str, old_source: str, path: str | None = None) -> str:
+        """Delete a cell. Refused if it no longer holds ``old_source``.
+
+        Args:
+            cell_id: The cell's id (from read_cells).
+            old_source: The source you expect the cell to have, exactly.
+            path: Notebook path (default: this one).
+        """
+        file = target(path)
+        nb = _load(file)
+        index = _find(nb, cell_id)
+        if nb.cells[index].source != old_source:
+            raise WorkspaceError(f"Cell {cell_id} changed since you read it; nothing was deleted.")
+        del nb.cells[index]
+        _save(file, nb)
+        return f"Deleted cell {cell_id} (it was at index {index}) from {file.name}."
+
+    def move_cell(cell_id: str, to_index: int, path: str | None = None) -> str:
+        """Move a cell to another position.
+
+        Args:
+            cell_id: The cell's id (from read_cells).
+            to_index: Its new index (0 = first).
+            path: Notebook path (default: this one).
+        """
+        file = target(path)
+        nb = _load(file)
+        cell = nb.cells.pop(_find(nb, cell_id))
+        position = max(0, min(to_index, len(nb.cells)))
+        nb.cells.insert(position, cell)
+        _save(file, nb)
+        return f"Moved cell {cell_id} to index {position} of {file.name}."
+
+    return [
+        tool(read_cells, read_only=True),
+        tool(insert_cell),
+        tool(edit_cell),
+        tool(delete_cell),
+        tool(move_cell),
+    ]

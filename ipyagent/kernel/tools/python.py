@@ -1,0 +1,282 @@
+"""Tools on the live kernel: run Python in the user's namespace, look at variables, read history.
+
+Everything that touches the namespace runs on the kernel's main thread (user code, matplotlib
+and display hooks expect it). What the model reads is text, size-capped with the cap stated;
+rich outputs (figures, HTML tables) go to the user as display payloads.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import itertools
+import linecache
+import sys
+import traceback
+import types
+from typing import Any
+
+from ...agentlib.tools import Tool, ToolOutput, tool
+from ..runner import MainThread
+
+__all__ = ["History", "execute", "format_history", "python_tools"]
+
+#: Characters of each output section (stdout, stderr, result, error) the model reads.
+SECTION_CAP = 8_000
+_counter = itertools.count(1)
+
+
+def cap(text: str, limit: int = SECTION_CAP) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… (output truncated: {limit:,} of {len(text):,} characters shown)"
+
+
+def execute(shell: Any, code: str) -> ToolOutput:
+    """Run ``code`` in ``shell.user_ns`` like a cell: the last expression's value is the result."""
+    from IPython.utils.capture import capture_output
+
+    filename = f"<agent-{next(_counter)}>"
+    try:
+        source = shell.transform_cell(code)  # %magics and !shell lines become Python
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        return ToolOutput(text=f"[error]\nSyntaxError: {exc}", is_error=True)
+    # Register the source so tracebacks can quote the agent's lines.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    figures_before = _figure_numbers()
+    value: Any = None
+    error: str | None = None
+    with capture_output(stdout=True, stderr=True, display=True) as captured:
+        try:
+            exec(compile(tree, filename, "exec"), shell.user_ns)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), filename, "eval"), shell.user_ns)
+        except Exception as exc:
+            error = _format_error(exc, filename)
+    sections: list[str] = []
+    display: list[dict[str, Any]] = []
+    if captured.stdout:
+        sections.append(f"[stdout]\n{cap(captured.stdout.rstrip())}")
+    if captured.stderr:
+        sections.append(f"[stderr]\n{cap(captured.stderr.rstrip())}")
+    for output in captured.outputs:
+        sections.append(f"[displayed]\n{_describe_bundle(output.data)}")
+        display.append(dict(output.data))
+    for bundle in _new_figures(shell, figures_before):
+        sections.append("[displayed]\n(a matplotlib figure, shown to the user)")
+        display.append(bundle)
+    if value is not None:
+        data, _metadata = shell.display_formatter.format(value)
+        sections.append(f"[result]\n{cap(data.get('text/plain', repr(value)))}")
+        if set(data) - {"text/plain"}:
+            display.append(data)
+    if error is not None:
+        sections.append(f"[error]\n{cap(error)}")
+    text = "\n\n".join(sections) or "(ran without output)"
+    return ToolOutput(text=text, display=display or None, is_error=error is not None)
+
+
+def _format_error(exc: BaseException, filename: str) -> str:
+    """The exception with only the frames of the agent's code and below it (not ours)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    lines = traceback.format_exception(type(exc), exc, tb)
+    if len(lines) > 12:
+        lines = [lines[0], "  …\n", *lines[-10:]]
+    return "".join(lines).rstrip()
+
+
+def _describe_bundle(data: dict[str, Any]) -> str:
+    if "text/plain" in data:
+        rich = sorted(set(data) - {"text/plain"})
+        note = f" (also shown to the user as {', '.join(rich)})" if rich else ""
+        return f"{cap(str(data['text/plain']), 2_000)}{note}"
+    return f"(shown to the user as {', '.join(sorted(data))})"
+
+
+def _figure_numbers() -> set[int]:
+    plt = sys.modules.get("matplotlib.pyplot")
+    return set(plt.get_fignums()) if plt is not None else set()
+
+
+def _new_figures(shell: Any, before: set[int]) -> list[dict[str, Any]]:
+    """Figures the code left open, rendered and closed, as the inline backend would."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return []
+    bundles = []
+    for number in sorted(set(plt.get_fignums()) - before):
+        figure = plt.figure(number)
+        data, _metadata = shell.display_formatter.format(figure)
+        bundles.append(data)
+        plt.close(figure)
+    return bundles
+
+
+# -- variables -----------------------------------------------------------------------------------
+
+_HIDDEN = {"In", "Out", "exit", "quit", "get_ipython", "open"}
+
+
+def user_variables(shell: Any) -> dict[str, Any]:
+    hidden = getattr(shell, "user_ns_hidden", {})
+    return {
+        name: value
+        for name, value in shell.user_ns.items()
+        if not name.startswith("_")
+        and name not in _HIDDEN
+        and name not in hidden
+        and not isinstance(value, types.ModuleType)
+    }
+
+
+def summarize(value: Any, limit: int = 80) -> str:
+    """One line about a value: its type and its shape, length or a clipped repr."""
+    kind = type(value)
+    name = (
+        kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+    )
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        dtype = getattr(value, "dtype", None)
+        return f"{name} shape={shape}" + (
+            f" dtype={dtype}" if dtype is not None and not _is_frame(value) else ""
+        )
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        return f"{name} len={len(value)}"
+    if callable(value):
+        return f"{name} {getattr(value, '__qualname__', '')}".rstrip()
+    text = repr(value).replace("\n", " ")
+    return f"{name} {text[:limit]}{'…' if len(text) > limit else ''}"
+
+
+def _is_frame(value: Any) -> bool:
+    return type(value).__module__.startswith("pandas") and hasattr(value, "columns")
+
+
+def describe(value: Any, name: str) -> str:
+    lines = [f"{name}: {summarize(value)}"]
+    if _is_frame(value):
+        lines.append(f"columns/dtypes:\n{value.dtypes.to_string()}")
+        lines.append(f"head:\n{value.head(5).to_string()}")
+        with contextlib.suppress(Exception):  # frames with no numeric columns, exotic dtypes
+            lines.append(f"describe:\n{value.describe().to_string()}")
+        lines.append(f"memory: {int(value.memory_usage(deep=True).sum()):,} bytes")
+    elif type(value).__module__.startswith("pandas") and hasattr(value, "dtype"):
+        lines.append(f"head:\n{value.head(10).to_string()}")
+    elif type(value).__module__ == "numpy" and hasattr(value, "shape"):
+        lines.append(f"values:\n{cap(repr(value), 2_000)}")
+    elif isinstance(value, dict):
+        lines.append(f"keys: {cap(repr(list(value)[:50]), 2_000)}")
+        lines.append(f"repr: {cap(repr(value), 2_000)}")
+    elif callable(value):
+        import inspect
+
+        with contextlib.suppress(TypeError, ValueError):  # builtins without a signature
+            lines.append(f"signature: {name}{inspect.signature(value)}")
+        doc = inspect.getdoc(value)
+        if doc:
+            lines.append(f"doc: {cap(doc, 1_500)}")
+    else:
+        lines.append(f"repr: {cap(repr(value), 4_000)}")
+    return "\n".join(lines)
+
+
+# -- history -------------------------------------------------------------------------------------
+
+
+class History:
+    """Errors of the cells run in this kernel (IPython keeps inputs and outputs, not errors)."""
+
+    def __init__(self) -> None:
+        self.errors: dict[int, str] = {}
+
+    def post_run_cell(self, result: Any) -> None:
+        error = result.error_in_exec or result.error_before_exec
+        count = result.execution_count
+        if error is not None and count is not None:
+            self.errors[count] = f"{type(error).__name__}: {error}"
+
+
+def format_history(shell: Any, history: History | None, n: int) -> str:
+    inputs: list[str] = shell.user_ns.get("In", [])
+    outputs: dict[int, Any] = shell.user_ns.get("Out", {})
+    count = len(inputs) - 1
+    start = max(1, count - n + 1)
+    if count < 1:
+        return "(no cells have run yet)"
+    parts = []
+    for i in range(start, count + 1):
+        part = f"In [{i}]:\n{cap(inputs[i], 2_000)}"
+        if i in outputs:
+            part += f"\nOut[{i}]: {cap(repr(outputs[i]), 1_000)}"
+        if history is not None and i in history.errors:
+            part += f"\nError: {history.errors[i]}"
+        parts.append(part)
+    return "\n\n".join(parts)
+
+
+# -- the tools -----------------------------------------------------------------------------------
+
+
+def python_tools(shell: Any, main: MainThread, history: History | None = None) -> list[Tool]:
+    async def run_python(code: str) -> ToolOutput:
+        """Run Python code in the user's live namespace, as if in a new notebook cell.
+
+        Variables it defines stay defined for the user. Returns what it printed, the value of
+        its last expression and any error with its traceback; plots and rich outputs are shown
+        to the user.
+
+        Args:
+            code: Python source. Notebook magics such as %timeit work too.
+        """
+        output: ToolOutput = await main.run(lambda: execute(shell, code))
+        return output
+
+    async def list_variables() -> str:
+        """List the user's variables with their types and shapes (DataFrames, arrays, ...)."""
+
+        def listing() -> str:
+            names = user_variables(shell)
+            if not names:
+                return "(no user variables yet)"
+            return "\n".join(f"{name}: {summarize(value)}" for name, value in sorted(names.items()))
+
+        text: str = await main.run(listing)
+        return cap(text)
+
+    async def describe_variable(name: str) -> str:
+        """Describe one variable in detail: a DataFrame's shape, dtypes, head and statistics;
+        an array's shape, dtype and values; a function's signature and docstring.
+
+        Args:
+            name: The variable's name in the user's namespace.
+        """
+
+        def describing() -> str:
+            if name not in shell.user_ns:
+                known = ", ".join(sorted(user_variables(shell))[:40]) or "(none)"
+                return f"No variable named {name!r}. User variables: {known}."
+            return describe(shell.user_ns[name], name)
+
+        text: str = await main.run(describing)
+        return cap(text)
+
+    async def read_history(n: int = 10) -> str:
+        """Read the last cells the user ran in this kernel: their code, outputs and errors.
+
+        Args:
+            n: How many cells, most recent last.
+        """
+        text: str = await main.run(lambda: format_history(shell, history, n))
+        return cap(text)
+
+    return [
+        tool(run_python),
+        tool(list_variables, read_only=True),
+        tool(describe_variable, read_only=True),
+        tool(read_history, read_only=True),
+    ]

@@ -1,0 +1,104 @@
+"""Real kernels for the kernel-layer tests: a kernelspec pointing at this interpreter, Jupyter's
+folders in a temporary directory, and a small client that runs cells and collects outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Isolated Jupyter/IPython folders with a kernelspec ``ipyagent-test`` for this Python."""
+    data = tmp_path / "jupyter"
+    spec = data / "kernels" / "ipyagent-test"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "test", "language": "python"})
+    )
+    monkeypatch.setenv("JUPYTER_PATH", str(data))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "IPYAGENT_MODEL", "JPY_SESSION_NAME"):
+        monkeypatch.delenv(key, raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+class Kernel:
+    """A started kernel and a blocking client; ``run`` executes one cell and returns its outputs."""
+
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
+        from jupyter_client.manager import KernelManager
+
+        self.km = KernelManager(kernel_name="ipyagent-test")
+        self.km.start_kernel(cwd=str(cwd), env={**os.environ, **(env or {})})
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def send(self, code: str) -> str:
+        return self.kc.execute(code, allow_stdin=False)
+
+    def collect(self, msg_id: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Outputs of ``msg_id`` (display updates applied in place), then its execute_reply."""
+        outputs: list[dict[str, Any]] = []
+        by_display: dict[str, int] = {}
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "status" and content["execution_state"] == "idle":
+                break
+            if kind == "update_display_data":
+                index = by_display.get(content.get("transient", {}).get("display_id", ""))
+                if index is not None:
+                    outputs[index] = {"type": "display", **content}
+            elif kind in ("stream", "display_data", "execute_result", "error"):
+                display_id = content.get("transient", {}).get("display_id")
+                if display_id:
+                    by_display[display_id] = len(outputs)
+                outputs.append({"type": kind if kind != "display_data" else "display", **content})
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        return reply["content"], outputs
+
+    def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return self.collect(self.send(code), timeout)
+
+    def restart(self) -> None:
+        self.km.restart_kernel(now=True)
+        self.kc.wait_for_ready(timeout=60)
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+def text_of(outputs: list[dict[str, Any]]) -> str:
+    """Everything a reader would see as text: streams, text/plain of displays, errors."""
+    parts = []
+    for output in outputs:
+        if output["type"] == "stream":
+            parts.append(output["text"])
+        elif output["type"] == "error":
+            parts.append("\n".join(output["traceback"]))
+        elif "data" in output:
+            parts.append(output["data"].get("text/plain", ""))
+    return "\n".join(parts)
+
+
+@pytest.fixture
+def kernel(jupyter_env: Path) -> Iterator[Kernel]:
+    k = Kernel(jupyter_env)
+    yield k
+    k.close()

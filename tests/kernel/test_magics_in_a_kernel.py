@@ -1,0 +1,156 @@
+"""%%agent in a real kernel (ipykernel via jupyter_client), driven by a scripted model."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from conftest import Kernel, text_of
+
+SETUP = """
+%load_ext ipyagent
+from ipyagent.testing import ScriptedModel, text, thinking, tool_call, pause
+"""
+
+
+def test_a_run_streams_into_the_cell_and_stores_its_result(kernel: Kernel) -> None:
+    reply, _ = kernel.run(SETUP + "m = ScriptedModel([[thinking('Easy.'), text('The answer is 42.')]])")
+    assert reply["status"] == "ok"
+    reply, outputs = kernel.run("%%agent -m m -o res\nWhat is 6 * 7?")
+    assert reply["status"] == "ok", reply
+    shown = text_of(outputs)
+    assert "The answer is 42." in shown
+    assert "💭 Easy." in shown
+    assert "using scripted/script" in shown
+    reply, outputs = kernel.run("print(res.status, repr(res.text), m.requests[0].messages[-1].text)")
+    assert text_of(outputs).strip() == "completed 'The answer is 42.' What is 6 * 7?"
+
+
+def test_variables_are_interpolated_and_tools_see_the_users_namespace(kernel: Kernel) -> None:
+    kernel.run(
+        SETUP
+        + "import pandas as pd\n"
+        + "sales = pd.DataFrame({'region': ['north', 'south'], 'units': [3, 5]})\n"
+        + "m = ScriptedModel([[tool_call('describe_variable', {'name': 'sales'})],"
+        + " [tool_call('run_python', {'code': 'total = sales.units.sum()\\ntotal'})], 'Total is 8.'])"
+    )
+    reply, outputs = kernel.run("%%agent -y -m m\nSummarize {{the table}} `sales` ({sales.shape}).")
+    assert reply["status"] == "ok", reply
+    shown = text_of(outputs)
+    assert '→ describe_variable(name="sales") ✓' in shown
+    assert "→ run_python(" in shown
+    assert "Total is 8." in shown
+    _, outputs = kernel.run(
+        "print(total); r = m.requests\n"
+        "print(r[0].messages[0].text)\n"
+        "print('units' in r[1].messages[-1].tool_results[0].content)\n"
+        "print(r[2].messages[-1].tool_results[0].content)"
+    )
+    lines = text_of(outputs).strip().splitlines()
+    assert lines[0] == "8"
+    assert lines[1] == "Summarize {the table} `sales` ((2, 2))."
+    assert lines[2] == "True"
+    assert lines[3:] in (["[result]", "8"], ["[result]", "np.int64(8)"])  # numpy 2 reprs scalars so
+
+
+def test_headless_runs_deny_tools_that_change_things(kernel: Kernel) -> None:
+    kernel.run(SETUP + "m = ScriptedModel([tool_call('run_python', {'code': 'hacked = 1'}), 'I could not.'])")
+    reply, outputs = kernel.run("%%agent -m m\nset hacked")
+    assert reply["status"] == "ok"
+    shown = text_of(outputs)
+    assert "nobody can answer" in shown
+    _, outputs = kernel.run("print('hacked' in dir())")
+    assert text_of(outputs).strip() == "False"
+
+
+def test_a_failed_run_raises_in_the_cell_with_its_hint(kernel: Kernel) -> None:
+    kernel.run(SETUP + "from ipyagent.agentlib.errors import AuthenticationError\n")
+    kernel.run(
+        "m = ScriptedModel([[error(AuthenticationError('Bad key.', hint='Set OPENAI_API_KEY.'))]])".replace(
+            "error(", "__import__('ipyagent.testing').testing.error("
+        )
+    )
+    reply, outputs = kernel.run("%%agent -m m\nhello")
+    assert reply["status"] == "error"
+    assert reply["ename"] == "AgentRunFailed"
+    shown = text_of(outputs)
+    assert "Bad key." in shown
+    assert "Hint: Set OPENAI_API_KEY." in shown
+
+
+def test_an_interrupt_cancels_the_run_and_the_conversation_goes_on(kernel: Kernel) -> None:
+    kernel.run(SETUP + "m = ScriptedModel([[text('Thinking about it'), pause(60)], 'Second answer.'])")
+    msg_id = kernel.send("%%agent -m m\nfirst")
+    time.sleep(2.0)
+    started = time.monotonic()
+    kernel.km.interrupt_kernel()
+    reply, outputs = kernel.collect(msg_id, timeout=30)
+    assert time.monotonic() - started < 5
+    assert reply["status"] == "error"
+    assert reply["ename"] == "KeyboardInterrupt"
+    assert "Run cancelled" in text_of(outputs)
+    time.sleep(2.0)  # requests sent right after an interrupt may be aborted (reference notes)
+    reply, outputs = kernel.run("%%agent -m m\nsecond")
+    assert reply["status"] == "ok", reply
+    assert "Second answer." in text_of(outputs)
+    _, outputs = kernel.run("print([x.text for x in m.requests[1].messages])")
+    assert text_of(outputs).strip() == "['first', 'Thinking about it', 'second']"
+
+
+def test_the_session_file_sits_beside_the_notebook_and_survives_a_restart(jupyter_env: Path) -> None:
+    notebook = jupyter_env / "analysis.ipynb"
+    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    kernel = Kernel(jupyter_env, env={"JPY_SESSION_NAME": str(notebook)})
+    try:
+        kernel.run(SETUP + "m = ScriptedModel(['Noted: your name is Ada.'])")
+        reply, _ = kernel.run("%%agent -m m\nMy name is Ada.")
+        assert reply["status"] == "ok", reply
+        assert (jupyter_env / "analysis.agent.jsonl").exists()
+        kernel.restart()
+        kernel.run(SETUP + "m = ScriptedModel(['Your name is Ada.'])")
+        reply, outputs = kernel.run("%%agent -m m\nWhat is my name?")
+        assert reply["status"] == "ok", reply
+        _, outputs = kernel.run("print([x.text for x in m.requests[0].messages])")
+        assert (
+            text_of(outputs).strip() == "['My name is Ada.', 'Noted: your name is Ada.', 'What is my name?']"
+        )
+    finally:
+        kernel.close()
+
+
+def test_named_sessions_are_separate_files(jupyter_env: Path) -> None:
+    notebook = jupyter_env / "analysis.ipynb"
+    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    kernel = Kernel(jupyter_env, env={"JPY_SESSION_NAME": str(notebook)})
+    try:
+        kernel.run(SETUP + "m = ScriptedModel(['one', 'two'])")
+        kernel.run("%%agent -m m\nfirst")
+        reply, _ = kernel.run("%%agent -m m --session eda\nsecond")
+        assert reply["status"] == "ok"
+        assert (jupyter_env / "analysis.eda.agent.jsonl").exists()
+        _, outputs = kernel.run("print(len(m.requests[1].messages))")
+        assert text_of(outputs).strip() == "1"
+        _, outputs = kernel.run("%agent session list")
+        listing = text_of(outputs)
+        assert "(default)" in listing
+        assert "eda" in listing
+    finally:
+        kernel.close()
+
+
+def test_line_commands(kernel: Kernel) -> None:
+    kernel.run(SETUP + "m = ScriptedModel(['hi'])")
+    kernel.run("%%agent -m m\nhello")
+    _, outputs = kernel.run("%agent usage")
+    assert "over 1 request(s)" in text_of(outputs)
+    _, outputs = kernel.run("%agent history")
+    assert "user: hello" in text_of(outputs)
+    _, outputs = kernel.run("%agent models")
+    assert "OPENAI_API_KEY not set" in text_of(outputs)
+    reply, outputs = kernel.run("%agent model nowhere/x")
+    assert reply["status"] == "error"
+    assert "Unknown endpoint" in text_of(outputs)
+    _, outputs = kernel.run("%agent reset\n%agent history")
+    assert "hello" not in text_of(outputs)
+    _, outputs = kernel.run("%agent help")
+    assert "%%agent [options]" in text_of(outputs)
