@@ -4,34 +4,38 @@
 
     from ipyagent import Agent, tool   # in Python: the agent itself
 
-Importing this package is cheap: it loads no IPython, widget library or HTTP client; the
-kernel layer is imported only when IPython loads the extension.
+Importing this package is cheap: its names load on first use, and neither importing it nor
+``%load_ext ipyagent`` loads a widget library or an HTTP client; the agent core itself loads at
+the first ``%%agent`` cell.
 """
 
 from __future__ import annotations
 
+import importlib as _importlib
 import typing as _typing
 
 from .__about__ import __version__
-from .agentlib import (
-    Agent,
-    AgentError,
-    BlockToolCall,
-    ErrorInfo,
-    Hooks,
-    Message,
-    RetryPolicy,
-    RunContext,
-    RunResult,
-    Session,
-    Tool,
-    ToolCallInfo,
-    ToolOutput,
-    Usage,
-    UserError,
-    events,
-    tool,
-)
+
+if _typing.TYPE_CHECKING:
+    from .agentlib import (
+        Agent,
+        AgentError,
+        BlockToolCall,
+        ErrorInfo,
+        Hooks,
+        Message,
+        RetryPolicy,
+        RunContext,
+        RunResult,
+        Session,
+        Tool,
+        ToolCallInfo,
+        ToolOutput,
+        Usage,
+        UserError,
+        events,
+        tool,
+    )
 
 __all__ = [
     "Agent",
@@ -55,6 +59,21 @@ __all__ = [
     "tool",
     "unload_ipython_extension",
 ]
+
+_LAZY = {name: ".agentlib" for name in __all__ if name[0] != "_" and "ipython_extension" not in name}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ipyagent' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def load_ipython_extension(ipython: _typing.Any) -> None:

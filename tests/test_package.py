@@ -78,3 +78,14 @@ def test_agentlib_and_testing_all_are_complete() -> None:
 def test_modules_stay_small() -> None:
     big = {p.name: n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 800}
     assert big == {}
+
+
+def test_load_ext_registers_the_magics_without_loading_the_agent_core() -> None:
+    loaded = loaded_after(
+        "from IPython.testing.globalipapp import start_ipython; ip = start_ipython(); "
+        "ip.run_line_magic('load_ext', 'ipyagent'); "
+        "assert 'agent' in ip.magics_manager.magics['cell']; "
+        "assert 'ipyagent.agentlib' not in sys.modules, 'the core loaded at %load_ext'"
+    )
+    assert "ipyagent" in loaded
+    assert not loaded & {"pydantic", "httpx", "ipywidgets", "anywidget"}

@@ -53,7 +53,7 @@ Severity = Literal["warning", "error", "fatal"]
 class ErrorInfo(BaseModel):
     """What a failure event or a failed result says about the failure."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     code: str
     layer: Layer

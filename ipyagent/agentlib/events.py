@@ -59,12 +59,15 @@ __all__ = [
     "Warning",
 ]
 
+# Schemas are built on first use, not at import: `%load_ext ipyagent` stays fast.
+_DEFERRED = ConfigDict(defer_build=True)
+
 RunStatus = Literal["completed", "failed", "cancelled", "exhausted"]
 Decision = Literal["allow", "always", "deny"]
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 # -- run lifecycle -------------------------------------------------------------------------------
@@ -316,7 +319,7 @@ AgentEvent: TypeAlias = Annotated[
     | CompactionCompleted,
     Field(discriminator="type"),
 ]
-EVENT_ADAPTER: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+EVENT_ADAPTER: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent, config=_DEFERRED)
 
 #: Every event class by its ``type`` literal — what ``agent.on("text_delta", ...)`` looks up.
 EVENT_TYPES: dict[str, type[BaseModel]] = {

@@ -30,6 +30,9 @@ __all__ = [
     "new_id",
 ]
 
+# Schemas are built on first use, not at import: `%load_ext ipyagent` stays fast.
+_DEFERRED = ConfigDict(defer_build=True)
+
 #: Why a reply ended. ``pause`` means the provider paused a long turn and expects the reply back
 #: to go on (Anthropic's ``pause_turn``); the loop continues it.
 FinishReason = Literal[
@@ -43,7 +46,7 @@ def new_id(prefix: str) -> str:
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TextBlock(_Block):
@@ -103,7 +106,7 @@ class Message(BaseModel):
     """One message of a transcript. ``model`` and ``finish_reason`` are set on assistant
     messages; ``interrupted`` marks an assistant message cut short by a cancellation."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     role: Literal["user", "assistant"]
     content: tuple[ContentBlock, ...]
@@ -145,4 +148,4 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
 
 
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message], config=_DEFERRED)

@@ -19,7 +19,7 @@ class RunResult(BaseModel):
     ``failed`` (see ``error``) or ``cancelled``. ``messages`` are the ones this run added.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     run_id: str
     status: RunStatus

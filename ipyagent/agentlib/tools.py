@@ -43,7 +43,7 @@ class ToolOutput(BaseModel):
     <base64>}``), or a list of them, shown to the user and never sent to the model.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     text: str
     display: dict[str, Any] | list[dict[str, Any]] | None = None

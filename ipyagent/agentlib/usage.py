@@ -23,7 +23,7 @@ CHARS_PER_TOKEN = 4
 
 
 class Usage(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -61,7 +61,7 @@ class Usage(BaseModel):
 class ContextWindow(BaseModel):
     """``used`` tokens of ``limit`` (``None`` when the model's window is unknown)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     used: int
     limit: int | None = None

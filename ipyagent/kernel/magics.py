@@ -9,22 +9,33 @@ IPython profile or ``%config AgentMagics.auto_approve = True``).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, CaselessStrEnum, Int, Unicode
 
-from ..agentlib.agent import Agent
-from ..agentlib.errors import ErrorInfo, UserError
-from ..agentlib.providers.base import Provider
-from ..agentlib.result import RunResult
 from .interpolate import interpolate
 from .notebook_path import session_file
-from .render import DisplayRenderer, QuietRenderer, TerminalRenderer
-from .runner import Renderer, run_blocking
+from .runner import run_blocking
 from .state import KernelState
 from .tools import GROUPS, kernel_tools
+
+# The agent core (pydantic models, providers) loads at the first %%agent, so that
+# `%load_ext ipyagent` stays fast; these names are for the type checker only.
+if TYPE_CHECKING:
+    from ..agentlib.agent import Agent
+    from ..agentlib.errors import ErrorInfo
+    from ..agentlib.providers.base import Provider
+    from ..agentlib.result import RunResult
+    from .runner import Renderer
+
+
+def _user_error(message: str, hint: str, code: str = "user_error") -> Exception:
+    from ..agentlib.errors import UserError
+
+    return UserError(message, hint=hint, code=code)
+
 
 __all__ = ["AgentMagics", "AgentRunFailed"]
 
@@ -111,13 +122,13 @@ class AgentMagics(Magics):
             return self._command(line)
         args = parse_argstring(self.agent, line)
         if args.command:
-            raise UserError(
+            raise _user_error(
                 f"Unexpected words after %%agent: {' '.join(args.command)!r}.",
-                hint="Options start with '-' (see %%agent?); the prompt goes in the cell body.",
+                "Options start with '-' (see %%agent?); the prompt goes in the cell body.",
             )
         prompt = interpolate(cell, self.shell.user_ns).strip() if self.shell else cell.strip()
         if not prompt:
-            raise UserError("The %%agent cell is empty.", hint="Write your request in the cell body.")
+            raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
         agent = self._agent(args.session, new=args.new)
         self._configure(agent, args)
         result, interrupted = run_blocking(
@@ -150,6 +161,8 @@ class AgentMagics(Magics):
         self.state.say_once(f"model:{model_id}", f"ipyagent: using {model_id} (change with %agent model ID)")
 
     def _resolve_model(self, requested: str | None) -> str | Provider | None:
+        from ..agentlib.providers.base import Provider
+
         value = requested or self.state.model or self.model or os.environ.get("IPYAGENT_MODEL")
         if isinstance(value, str) and self.shell is not None and value.isidentifier():
             candidate = self.shell.user_ns.get(value)
@@ -159,6 +172,8 @@ class AgentMagics(Magics):
 
     def _agent(self, session: str | None, *, new: bool) -> Agent:
         """The agent of conversation ``session``, opened from its file beside the notebook."""
+        from ..agentlib.agent import Agent
+
         name = session if session is not None else self.state.session
         agent = self.state.agents.get(name)
         if agent is None:
@@ -182,6 +197,8 @@ class AgentMagics(Magics):
         return agent
 
     def _renderer(self, quiet: bool) -> Renderer:
+        from .render import DisplayRenderer, QuietRenderer, TerminalRenderer
+
         if quiet:
             return QuietRenderer()
         if self.shell is not None and getattr(self.shell, "kernel", None) is not None:
@@ -205,15 +222,16 @@ class AgentMagics(Magics):
         command, rest = (words[0], words[1:]) if words else ("help", [])
         handler = getattr(self, f"_cmd_{command}", None)
         if handler is None:
-            raise UserError(
-                f"Unknown command %agent {command}.", hint="See %agent help.", code="unknown_command"
-            )
+            raise _user_error(f"Unknown command %agent {command}.", "See %agent help.", "unknown_command")
         return handler(rest)
 
     def _cmd_help(self, rest: list[str]) -> None:
         print(HELP)
 
     def _cmd_model(self, rest: list[str]) -> None:
+        from ..agentlib.agent import Agent
+        from ..agentlib.providers.base import Provider
+
         if rest:
             model = self._resolve_model(rest[0])
             Agent(model=model).provider  # noqa: B018 - resolve now: fail here, not in the next cell

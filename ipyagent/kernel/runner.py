@@ -21,11 +21,12 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ..agentlib.agent import Agent
-from ..agentlib.events import AgentEvent
-from ..agentlib.result import RunResult
+if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
+    from ..agentlib.agent import Agent
+    from ..agentlib.events import AgentEvent
+    from ..agentlib.result import RunResult
 
 __all__ = ["KernelLoop", "MainThread", "Renderer", "run_blocking"]
 

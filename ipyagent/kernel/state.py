@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agentlib.agent import Agent
-from ..agentlib.providers.base import Provider
+from .history import History
 from .notebook_path import find_notebook
 from .runner import KernelLoop, MainThread
-from .tools.python import History
+
+if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
+    from ..agentlib.agent import Agent
+    from ..agentlib.providers.base import Provider
 
 __all__ = ["KernelState"]
 

@@ -36,6 +36,9 @@ __all__ = [
     "UsageReport",
 ]
 
+# Schemas are built on first use, not at import: `%load_ext ipyagent` stays fast.
+_DEFERRED = ConfigDict(defer_build=True)
+
 ThinkingLevel = Literal["none", "low", "medium", "high"]
 PartKey: TypeAlias = int | str | None
 
@@ -43,7 +46,7 @@ PartKey: TypeAlias = int | str | None
 class ToolSpec(BaseModel):
     """What the model is told about a tool: its name, description and JSON schema."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     description: str
@@ -51,7 +54,7 @@ class ToolSpec(BaseModel):
 
 
 class ModelSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     thinking: ThinkingLevel | None = None
     max_tokens: int | None = None
@@ -61,7 +64,7 @@ class ModelSettings(BaseModel):
 class ModelRequest(BaseModel):
     """One model call: ``model`` is the provider's own model name (no endpoint prefix)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     system: str = ""
@@ -71,7 +74,7 @@ class ModelRequest(BaseModel):
 
 
 class _Chunk(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class TextChunk(_Chunk):
@@ -120,7 +123,7 @@ ProviderEvent: TypeAlias = Annotated[
     TextChunk | ThinkingChunk | ToolCallChunk | UsageReport | ResponseEnd,
     Field(discriminator="type"),
 ]
-PROVIDER_EVENT_ADAPTER: TypeAdapter[ProviderEvent] = TypeAdapter(ProviderEvent)
+PROVIDER_EVENT_ADAPTER: TypeAdapter[ProviderEvent] = TypeAdapter(ProviderEvent, config=_DEFERRED)
 
 
 def coalesce(events: list[ProviderEvent]) -> list[ProviderEvent]:

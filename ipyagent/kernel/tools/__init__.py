@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...agentlib.errors import UserError
-from ...agentlib.tools import Tool
-from ..runner import MainThread
+if TYPE_CHECKING:
+    from ...agentlib.tools import Tool
+    from ..runner import MainThread
 
 GROUPS = ("python", "notebook", "files")
 
@@ -22,6 +22,8 @@ __all__ = ["GROUPS", "kernel_tools"]
 def kernel_tools(
     groups: Sequence[str], *, shell: Any, main: MainThread, workspace: Path, notebook: Path | None
 ) -> list[Tool]:
+    from ...agentlib.errors import UserError
+
     unknown = sorted(set(groups) - set(GROUPS))
     if unknown:
         raise UserError(

@@ -17,6 +17,7 @@ import types
 from typing import Any
 
 from ...agentlib.tools import Tool, ToolOutput, tool
+from ..history import History
 from ..runner import MainThread
 
 __all__ = ["History", "execute", "format_history", "python_tools"]
@@ -186,19 +187,6 @@ def describe(value: Any, name: str) -> str:
 
 
 # -- history -------------------------------------------------------------------------------------
-
-
-class History:
-    """Errors of the cells run in this kernel (IPython keeps inputs and outputs, not errors)."""
-
-    def __init__(self) -> None:
-        self.errors: dict[int, str] = {}
-
-    def post_run_cell(self, result: Any) -> None:
-        error = result.error_in_exec or result.error_before_exec
-        count = result.execution_count
-        if error is not None and count is not None:
-            self.errors[count] = f"{type(error).__name__}: {error}"
 
 
 def format_history(shell: Any, history: History | None, n: int) -> str:
