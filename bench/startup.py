@@ -13,6 +13,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 
 from _report import report
 
@@ -49,7 +50,10 @@ print(json.dumps({"load_ext_ms": load * 1e3, "first_request_ms": first * 1e3,
 def main(runs: int) -> None:
     samples = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True).stdout
+        with tempfile.TemporaryDirectory() as work:  # the run's conversation file lands there
+            out = subprocess.run(
+                [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, cwd=work
+            ).stdout
         samples.append(json.loads(out.strip().splitlines()[-1]))
     rows = []
     for key in ("load_ext_ms", "first_request_ms", "warm_cell_ms"):
