@@ -155,6 +155,7 @@ class AgentMagics(Magics):
             main=self.state.main,
             workspace=self.state.workspace,
             notebook=self.state.notebook,
+            history=self.state.history,
         ):
             agent.add_tool(t)
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run

@@ -47,6 +47,7 @@ class KernelLoop:
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     @property
@@ -59,9 +60,13 @@ class KernelLoop:
                 def serve() -> None:
                     asyncio.set_event_loop(loop)
                     loop.call_soon(ready.set)
-                    loop.run_forever()
+                    try:
+                        loop.run_forever()
+                    finally:
+                        loop.close()
 
-                threading.Thread(target=serve, name="ipyagent-loop", daemon=True).start()
+                self._thread = threading.Thread(target=serve, name="ipyagent-loop", daemon=True)
+                self._thread.start()
                 ready.wait()
                 self._loop = loop
             return self._loop
@@ -70,10 +75,13 @@ class KernelLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def stop(self) -> None:
+        """Stop and close the loop (``%unload_ext``); a later :attr:`loop` starts a new one."""
         with self._lock:
             if self._loop is not None and not self._loop.is_closed():
                 self._loop.call_soon_threadsafe(self._loop.stop)
-            self._loop = None
+                if self._thread is not None:
+                    self._thread.join(timeout=5)
+            self._loop, self._thread = None, None
 
 
 @dataclass
@@ -178,5 +186,5 @@ def _run_job(job: _Job) -> None:
         # would break the worker loop), and the wait loop cancels the run.
         job.future.set_exception(InterruptedError("Interrupted by the user (Ctrl-C / ■)."))
         raise
-    except Exception as exc:
-        job.future.set_exception(exc)
+    except BaseException as exc:  # SystemExit included: the job's failure is the tool's result
+        job.future.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))

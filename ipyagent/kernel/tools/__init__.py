@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ...agentlib.tools import Tool
+    from ..history import History
     from ..runner import MainThread
 
 GROUPS = ("python", "notebook", "files")
@@ -20,7 +21,13 @@ __all__ = ["GROUPS", "kernel_tools"]
 
 
 def kernel_tools(
-    groups: Sequence[str], *, shell: Any, main: MainThread, workspace: Path, notebook: Path | None
+    groups: Sequence[str],
+    *,
+    shell: Any,
+    main: MainThread,
+    workspace: Path,
+    notebook: Path | None,
+    history: History | None = None,
 ) -> list[Tool]:
     from ...agentlib.errors import UserError
 
@@ -35,7 +42,7 @@ def kernel_tools(
     if "python" in groups:
         from .python import python_tools
 
-        tools += python_tools(shell, main)
+        tools += python_tools(shell, main, history)
     if "notebook" in groups:
         from .notebook import notebook_tools
 

@@ -36,18 +36,33 @@ def resolve_inside(root: Path, path: str) -> Path:
     return target
 
 
+def _default_mode() -> int:
+    umask = os.umask(0)  # reading the umask means setting it; put it straight back
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
+        # mkstemp makes 0600 files: keep an existing file's mode, give a new one the usual one.
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _default_mode())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _inside(root: Path, path: Path) -> bool:
+    """Whether ``path``, links followed, is in the workspace (a link may point out of it)."""
+    try:
+        resolve_inside(root, str(path))
+    except WorkspaceError:
+        return False
+    return True
 
 
 def _read_text(path: Path) -> str:
@@ -83,8 +98,10 @@ def file_tools(workspace: Path) -> list[Tool]:
                 entries.append(f"{rel(base / name)}/")
             for name in sorted(files):
                 if fnmatch.fnmatch(name, pattern):
-                    size = (base / name).stat().st_size if (base / name).exists() else 0
-                    entries.append(f"{rel(base / name)}  ({size:,} bytes)")
+                    inside = _inside(root, base / name)
+                    size = (base / name).stat().st_size if inside and (base / name).exists() else 0
+                    note = f"({size:,} bytes)" if inside else "(link to outside the workspace)"
+                    entries.append(f"{rel(base / name)}  {note}")
             if len(entries) > MAX_LIST:
                 break
         if not entries:
@@ -132,7 +149,11 @@ def file_tools(workspace: Path) -> list[Tool]:
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
             for name in sorted(files):
                 file = Path(current) / name
-                if not fnmatch.fnmatch(name, glob) or file.stat().st_size > 5_000_000:
+                if (
+                    not fnmatch.fnmatch(name, glob)
+                    or not _inside(root, file)
+                    or file.stat().st_size > 5_000_000
+                ):
                     continue
                 try:
                     text = _read_text(file)

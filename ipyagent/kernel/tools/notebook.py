@@ -19,7 +19,7 @@ from typing import Any
 
 from ...agentlib.tools import Tool, tool
 from ..runner import MainThread
-from .files import WorkspaceError, atomic_write
+from .files import WorkspaceError, atomic_write, resolve_inside
 
 __all__ = ["notebook_tools"]
 
@@ -68,9 +68,8 @@ def notebook_tools(shell: Any, main: MainThread, notebook: Path | None) -> list[
     proposals: list[str] = []
 
     def target(path: str | None) -> Path:
-        if path:
-            base = notebook.parent if notebook else Path.cwd()
-            return (base / path).resolve()
+        if path:  # confined like the file tools: the notebook's folder is the workspace
+            return resolve_inside(notebook.parent if notebook else Path.cwd(), path)
         if notebook is None:
             raise WorkspaceError(
                 "This kernel does not know its notebook (it was not started by Jupyter Server); "

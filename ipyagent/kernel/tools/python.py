@@ -54,7 +54,7 @@ def execute(shell: Any, code: str) -> ToolOutput:
             exec(compile(tree, filename, "exec"), shell.user_ns)
             if last is not None:
                 value = eval(compile(ast.Expression(last.value), filename, "eval"), shell.user_ns)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a script's main() must not end the run
             error = _format_error(exc, filename)
     sections: list[str] = []
     display: list[dict[str, Any]] = []
@@ -112,6 +112,11 @@ def _new_figures(shell: Any, before: set[int]) -> list[dict[str, Any]]:
     for number in sorted(set(plt.get_fignums()) - before):
         figure = plt.figure(number)
         data, _metadata = shell.display_formatter.format(figure)
+        if "image/png" not in data:  # no inline backend (Agg, a terminal): render the PNG ourselves
+            from IPython.core.pylabtools import print_figure
+
+            png = print_figure(figure, "png", base64=True)  # type: ignore[no-untyped-call]
+            data = {**data, "image/png": png}
         bundles.append(data)
         plt.close(figure)
     return bundles

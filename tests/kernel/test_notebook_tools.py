@@ -1,0 +1,234 @@
+"""The notebook document tools on a real .ipynb written with nbformat, driven through a real
+Agent; proposals below the running cell go to a recording stand-in for the shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from ipyagent import Agent
+from ipyagent.agentlib.messages import ToolResultBlock
+from ipyagent.kernel.runner import MainThread
+from ipyagent.kernel.tools.notebook import notebook_tools
+from ipyagent.testing import ScriptedModel, tool_call
+
+
+class RecordingShell:
+    """Just what the notebook tools use of an IPython shell: ``set_next_input``."""
+
+    def __init__(self) -> None:
+        self.proposed: list[tuple[str, bool]] = []
+
+    def set_next_input(self, text: str, replace: bool = False) -> None:
+        self.proposed.append((text, replace))
+
+
+async def call_all(
+    notebook: Path | None, calls: list[tuple[str, dict[str, Any]]], shell: RecordingShell | None = None
+) -> list[ToolResultBlock]:
+    """Each call in its own model turn, with one set of tools (as within one ``%%agent`` run)."""
+    tools = notebook_tools(shell or RecordingShell(), MainThread(), notebook)
+    script: list[Any] = [[tool_call(name, arguments)] for name, arguments in calls]
+    agent = Agent(model=ScriptedModel([*script, "done"]), tools=tools, auto_approve=True)
+    result = await agent.run("go")
+    return [m.tool_results[0] for m in result.messages if m.tool_results]
+
+
+async def call(notebook: Path | None, name: str, arguments: dict[str, Any]) -> ToolResultBlock:
+    return (await call_all(notebook, [(name, arguments)]))[0]
+
+
+@pytest.fixture
+def notebook(tmp_path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    title = nbformat.v4.new_markdown_cell("# Sales", id="title")
+    load = nbformat.v4.new_code_cell("df = load()\ndf.head()", id="load", execution_count=3)
+    load.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="loading...\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "   a\n0  1"}, execution_count=3),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}),
+    ]
+    noisy = nbformat.v4.new_code_cell("print('x' * 5000)", id="noisy", execution_count=4)
+    noisy.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 5000 + "\n")]
+    broken = nbformat.v4.new_code_cell("1 / 0", id="broken", execution_count=5)
+    broken.outputs = [
+        nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])
+    ]
+    nb.cells = [title, load, noisy, broken]
+    path = tmp_path / "analysis.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def saved(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def cells(path: Path) -> list[tuple[str, str, str]]:
+    """(id, type, source) of each cell of the saved file, which must validate."""
+    nb = nbformat.read(str(path), as_version=4)
+    nbformat.validate(nb)
+    return [(c.id, c.cell_type, c.source) for c in nb.cells]
+
+
+async def test_read_cells_shows_ids_types_sources_and_trimmed_outputs(notebook: Path) -> None:
+    block = await call(notebook, "read_cells", {})
+    assert not block.is_error
+    text = block.content
+    assert text.startswith("[0] id=title markdown\n# Sales\n\n[1] id=load code (ran as In [3])\n")
+    assert "df = load()\ndf.head()\n--- output ---\nloading...\n   a\n0  1\n(image/png)" in text
+    assert "[2] id=noisy code (ran as In [4])" in text
+    assert "x" * 1500 + "\n… (output truncated)" in text
+    assert "x" * 1501 not in text
+    assert text.endswith(
+        "[3] id=broken code (ran as In [5])\n1 / 0\n--- output ---\nZeroDivisionError: division by zero"
+    )
+
+
+async def test_read_cells_of_another_notebook_by_path(notebook: Path) -> None:
+    other = notebook.parent / "other.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", id="only")])
+    nbformat.write(nb, str(other))
+    block = await call(notebook, "read_cells", {"path": "other.ipynb"})
+    assert block.content == "[0] id=only code\nx = 1"
+
+
+async def test_without_a_known_notebook_the_error_says_to_pass_a_path() -> None:
+    block = await call(None, "read_cells", {})
+    assert block.is_error
+    assert "does not know its notebook" in block.content
+    assert "pass the notebook's path" in block.content
+
+
+async def test_insert_at_an_index(notebook: Path) -> None:
+    block = await call(notebook, "insert_cell", {"source": "df.describe()", "index": 1})
+    assert not block.is_error
+    ids = [c[0] for c in cells(notebook)]
+    assert ids[0] == "title" and ids[2:] == ["load", "noisy", "broken"]
+    assert cells(notebook)[1][1:] == ("code", "df.describe()")
+    assert block.content == f"Inserted a code cell with id {ids[1]} at index 1 of analysis.ipynb."
+
+
+async def test_insert_a_markdown_cell_past_the_end_appends_it(notebook: Path) -> None:
+    block = await call(notebook, "insert_cell", {"source": "## Notes", "cell_type": "markdown", "index": 99})
+    assert "at index 4" in block.content
+    assert cells(notebook)[-1][1:] == ("markdown", "## Notes")
+
+
+async def test_an_unknown_cell_type_is_refused(notebook: Path) -> None:
+    before = saved(notebook)
+    block = await call(notebook, "insert_cell", {"source": "x", "cell_type": "raw", "index": 0})
+    assert block.is_error
+    assert 'cell_type must be "code" or "markdown"' in block.content
+    assert saved(notebook) == before
+
+
+async def test_edit_is_refused_when_the_cell_changed(notebook: Path) -> None:
+    before = saved(notebook)
+    arguments = {"cell_id": "load", "old_source": "df = load()", "new_source": "df = load(fresh=True)"}
+    block = await call(notebook, "edit_cell", arguments)
+    assert block.is_error
+    assert "Cell load changed since you read it; nothing was edited." in block.content
+    assert "df = load()\ndf.head()" in block.content  # its source now, to retry with
+    assert saved(notebook) == before
+
+
+async def test_edit_applies_when_the_source_matches_and_clears_outputs(notebook: Path) -> None:
+    arguments = {"cell_id": "load", "old_source": "df = load()\ndf.head()", "new_source": "df = load(2)"}
+    block = await call(notebook, "edit_cell", arguments)
+    assert block.content == "Edited cell load in analysis.ipynb."
+    cell = nbformat.read(str(notebook), as_version=4).cells[1]
+    assert (cell.id, cell.source, cell.outputs, cell.execution_count) == ("load", "df = load(2)", [], None)
+    assert [c[0] for c in cells(notebook)] == ["title", "load", "noisy", "broken"]
+
+
+async def test_an_unknown_cell_id_lists_the_ids(notebook: Path) -> None:
+    block = await call(notebook, "edit_cell", {"cell_id": "nope", "old_source": "", "new_source": "x"})
+    assert block.is_error
+    assert "No cell with id 'nope'. Cell ids: title, load, noisy, broken." in block.content
+
+
+async def test_delete_is_guarded_by_the_old_source(notebook: Path) -> None:
+    before = saved(notebook)
+    block = await call(notebook, "delete_cell", {"cell_id": "broken", "old_source": "2 / 0"})
+    assert block.is_error
+    assert "nothing was deleted" in block.content
+    assert saved(notebook) == before
+    block = await call(notebook, "delete_cell", {"cell_id": "broken", "old_source": "1 / 0"})
+    assert block.content == "Deleted cell broken (it was at index 3) from analysis.ipynb."
+    assert [c[0] for c in cells(notebook)] == ["title", "load", "noisy"]
+
+
+@pytest.mark.parametrize(
+    ("to_index", "order"),
+    [
+        (0, ["broken", "title", "load", "noisy"]),
+        (2, ["title", "load", "broken", "noisy"]),
+        (-5, ["broken", "title", "load", "noisy"]),
+        (99, ["title", "load", "noisy", "broken"]),
+    ],
+)
+async def test_move(notebook: Path, to_index: int, order: list[str]) -> None:
+    block = await call(notebook, "move_cell", {"cell_id": "broken", "to_index": to_index})
+    assert not block.is_error
+    assert [c[0] for c in cells(notebook)] == order
+
+
+async def test_saved_file_keeps_the_other_cells_outputs(notebook: Path) -> None:
+    await call(notebook, "move_cell", {"cell_id": "title", "to_index": 3})
+    nb = nbformat.read(str(notebook), as_version=4)
+    nbformat.validate(nb)
+    assert [o.output_type for o in nb.cells[0].outputs] == ["stream", "execute_result", "display_data"]
+    assert nb.cells[0].execution_count == 3
+
+
+# -- proposals below the running cell --------------------------------------------------------------
+
+
+async def test_insert_without_an_index_proposes_through_set_next_input(notebook: Path) -> None:
+    shell = RecordingShell()
+    before = saved(notebook)
+    [block] = await call_all(notebook, [("insert_cell", {"source": "df.plot()"})], shell)
+    assert not block.is_error
+    assert "Proposed the cell below the current one" in block.content
+    assert shell.proposed == [("df.plot()", False)]
+    assert saved(notebook) == before
+
+
+async def test_several_proposals_are_joined_into_one_cell(notebook: Path) -> None:
+    shell = RecordingShell()
+    calls = [
+        ("insert_cell", {"source": "df.plot()"}),
+        ("insert_cell", {"source": "Plots **below**.", "cell_type": "markdown"}),
+    ]
+    await call_all(notebook, calls, shell)
+    assert shell.proposed == [
+        ("df.plot()", False),
+        ("df.plot()\n\n%%markdown\nPlots **below**.", False),
+    ]
+
+
+async def test_proposals_need_no_known_notebook() -> None:
+    shell = RecordingShell()
+    [block] = await call_all(None, [("insert_cell", {"source": "x = 1"})], shell)
+    assert not block.is_error
+    assert shell.proposed == [("x = 1", False)]
+
+
+# -- permissions ---------------------------------------------------------------------------------
+
+
+def test_reading_is_read_only_and_every_edit_is_mutating(tmp_path: Path) -> None:
+    flags = {
+        t.name: t.read_only for t in notebook_tools(RecordingShell(), MainThread(), tmp_path / "a.ipynb")
+    }
+    assert flags == {
+        "read_cells": True,
+        "insert_cell": False,
+        "edit_cell": False,
+        "delete_cell": False,
+        "move_cell": False,
+    }
