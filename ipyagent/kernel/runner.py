@@ -1,7 +1,8 @@
 """Running an agent from a cell that blocks until the run ends, while the cell still updates.
 
-The model I/O runs on one asyncio loop in a daemon thread (:class:`KernelLoop`), shared by every
-run of the kernel so that HTTP clients and loaded models persist. The kernel's main thread,
+The model I/O runs on one asyncio loop in a daemon thread (the core's shared
+:class:`~ipyagent.agentlib.background.BackgroundLoop`), shared by every run of the kernel so that
+HTTP clients and loaded models persist. The kernel's main thread,
 which is executing the ``%%agent`` cell, waits in :func:`run_blocking` on an inbox that carries
 both the run's events (rendered on the main thread, in the cell's output context) and jobs that
 must run on the main thread (user code, display hooks, matplotlib). Ctrl-C / the ■ button raises
@@ -19,16 +20,17 @@ import concurrent.futures
 import queue
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.agent import Agent
+    from ..agentlib.background import BackgroundLoop
     from ..agentlib.events import AgentEvent
     from ..agentlib.result import RunResult
 
-__all__ = ["KernelLoop", "MainThread", "Renderer", "run_blocking"]
+__all__ = ["MainThread", "Renderer", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -40,48 +42,6 @@ class Renderer(Protocol):
     def handle(self, event: AgentEvent) -> None: ...
     def tick(self) -> None: ...
     def finish(self, result: RunResult | None) -> None: ...
-
-
-class KernelLoop:
-    """One event loop in a daemon thread, started on first use."""
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
-
-                def serve() -> None:
-                    asyncio.set_event_loop(loop)
-                    loop.call_soon(ready.set)
-                    try:
-                        loop.run_forever()
-                    finally:
-                        loop.close()
-
-                self._thread = threading.Thread(target=serve, name="ipyagent-loop", daemon=True)
-                self._thread.start()
-                ready.wait()
-                self._loop = loop
-            return self._loop
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def stop(self) -> None:
-        """Stop and close the loop (``%unload_ext``); a later :attr:`loop` starts a new one."""
-        with self._lock:
-            if self._loop is not None and not self._loop.is_closed():
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                if self._thread is not None:
-                    self._thread.join(timeout=5)
-            self._loop, self._thread = None, None
 
 
 @dataclass
@@ -121,7 +81,7 @@ def run_blocking(
     prompt: str,
     *,
     renderer: Renderer,
-    loop: KernelLoop,
+    loop: BackgroundLoop,
     main: MainThread,
     poll: Callable[[], None] | None = None,
 ) -> tuple[RunResult | None, bool]:

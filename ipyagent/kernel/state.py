@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from .history import History
 from .notebook_path import find_notebook
-from .runner import KernelLoop, MainThread
+from .runner import MainThread
 
 if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.agent import Agent
+    from ..agentlib.background import BackgroundLoop
     from ..agentlib.providers.base import Provider
 
 __all__ = ["KernelState"]
@@ -21,7 +22,6 @@ __all__ = ["KernelState"]
 @dataclass
 class KernelState:
     shell: Any
-    loop: KernelLoop = field(default_factory=KernelLoop)
     main: MainThread = field(default_factory=MainThread)
     history: History = field(default_factory=History)
     agents: dict[str | None, Agent] = field(default_factory=dict)
@@ -29,6 +29,13 @@ class KernelState:
     model: str | Provider | None = None
     session: str | None = None
     said: set[str] = field(default_factory=set)
+
+    @property
+    def loop(self) -> BackgroundLoop:
+        """The worker loop the runs use (the core's shared one; started on first use)."""
+        from ..agentlib.background import shared_loop
+
+        return shared_loop()
 
     @property
     def notebook(self) -> Path | None:

@@ -16,7 +16,7 @@ from IPython.testing.globalipapp import start_ipython
 from ipyagent import Agent
 from ipyagent.agentlib.events import ToolResult
 from ipyagent.agentlib.messages import ToolResultBlock
-from ipyagent.kernel.runner import KernelLoop, MainThread
+from ipyagent.kernel.runner import MainThread
 from ipyagent.kernel.tools.python import History, execute, format_history, python_tools
 from ipyagent.testing import ScriptedModel, tool_call
 
@@ -281,13 +281,6 @@ def close_when_stopped(loop: asyncio.AbstractEventLoop) -> bool:
     if not closed:
         loop.close()
     return closed
-
-
-def test_stopping_the_kernel_loop_closes_it() -> None:
-    kernel_loop = KernelLoop()
-    loop = kernel_loop.loop
-    kernel_loop.stop()
-    assert close_when_stopped(loop), "KernelLoop.stop() left its event loop (and its sockets) unclosed"
 
 
 def test_read_history_in_a_run_sees_the_errors_the_extension_records(
