@@ -383,12 +383,13 @@ class Agent:
         with self._queue_lock:
             self._queued.append(text)
 
-    def resolve_permission(self, call_id: str, decision: Decision) -> bool:
+    def resolve_permission(self, call_id: str, decision: Decision, *, reason: str = "") -> bool:
         """Answer a ``permission_required`` event: ``"allow"``, ``"always"`` (this tool, for the
-        rest of the conversation) or ``"deny"``. Returns False when nothing waits for that call."""
+        rest of the conversation) or ``"deny"``. A ``reason`` given with a denial is what the
+        model reads instead of "the user declined". Returns False when nothing waits for that call."""
         if decision not in ("allow", "always", "deny"):
             raise UserError(f"Unknown decision {decision!r}.", hint="Use 'allow', 'always' or 'deny'.")
-        return self._pending.resolve(f"permission:{call_id}", decision)
+        return self._pending.resolve(f"permission:{call_id}", (decision, reason))
 
     def answer(self, question_id: str, answer: str | None) -> bool:
         """Answer an ``ask_user_required`` event (``None`` declines to answer)."""

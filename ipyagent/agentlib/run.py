@@ -442,10 +442,13 @@ class AgentRun:
                 call_id=call.id, name=tool.name, arguments=_jsonable(arguments), description=tool.description
             )
         )
-        decision: Decision = await agent._pending.wait(key, future)
+        answer: tuple[Decision, str] = await agent._pending.wait(key, future)
+        decision, reason = answer
         if decision == "always":
             agent._always_allowed.add(tool.name)
-        self._emit(PermissionResolved(call_id=call.id, decision=decision))
+        self._emit(PermissionResolved(call_id=call.id, decision=decision, reason=reason))
+        if decision == "deny" and reason:
+            return f"Denied: `{tool.name}` was not run: {reason}."
         if decision == "deny":
             return (
                 f"The user declined to run `{tool.name}`. Do not retry it; go on without it or ask the user."

@@ -20,6 +20,7 @@ from .notebook_path import session_file
 from .runner import run_blocking
 from .state import KernelState
 from .tools import GROUPS, kernel_tools
+from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_available
 
 # The agent core (pydantic models, providers) loads at the first %%agent, so that
 # `%load_ext ipyagent` stays fast; these names are for the type checker only.
@@ -52,6 +53,7 @@ HELP = """\
   -o/--output VAR          store the result object (text, messages, usage, status) in VAR
   --quiet                  show nothing while running
 
+%agent chat [options]      a chat widget on the current conversation (options as for %%agent)
 %agent model [ID]          show or set the model for this kernel
 %agent models              configured endpoints and whether each one's key is set
 %agent session [list|new|NAME]
@@ -93,6 +95,7 @@ class AgentMagics(Magics):
     ).tag(config=True)
     tools = Unicode(",".join(GROUPS), help="Tool groups available by default.").tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
+    widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
 
     def __init__(self, shell: Any, *, state: KernelState) -> None:
         super().__init__(shell)
@@ -131,9 +134,11 @@ class AgentMagics(Magics):
             raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
         agent = self._agent(args.session, new=args.new)
         self._configure(agent, args)
-        result, interrupted = run_blocking(
-            agent, prompt, renderer=self._renderer(args.quiet), loop=self.state.loop, main=self.state.main
-        )
+        renderer = self._renderer(agent, args.quiet)
+        with pump_comm_messages() as poll:
+            result, interrupted = run_blocking(
+                agent, prompt, renderer=renderer, loop=self.state.loop, main=self.state.main, poll=poll
+            )
         if args.output and result is not None and self.shell is not None:
             self.shell.user_ns[args.output] = result
         return self._conclude(result, interrupted)
@@ -197,12 +202,14 @@ class AgentMagics(Magics):
             agent.reset()
         return agent
 
-    def _renderer(self, quiet: bool) -> Renderer:
+    def _renderer(self, agent: Agent, quiet: bool) -> Renderer:
         from .render import DisplayRenderer, QuietRenderer, TerminalRenderer
 
         if quiet:
             return QuietRenderer()
         if self.shell is not None and getattr(self.shell, "kernel", None) is not None:
+            if self.widgets and widgets_available():
+                return WidgetRenderer(agent)
             return DisplayRenderer(show_thinking=self.show_thinking)
         return TerminalRenderer(show_thinking=self.show_thinking)
 
@@ -225,6 +232,20 @@ class AgentMagics(Magics):
         if handler is None:
             raise _user_error(f"Unknown command %agent {command}.", "See %agent help.", "unknown_command")
         return handler(rest)
+
+    def _cmd_chat(self, rest: list[str]) -> Any:
+        """A chat widget on the current conversation, with the kernel's tools."""
+        if not widgets_available():
+            raise _user_error(
+                "The chat widget needs anywidget and the bundled front end.",
+                "pip install anywidget (it comes with ipyagent); then run %agent chat again.",
+                "widgets_unavailable",
+            )
+        from ..widgets.chat import ChatWidget
+
+        agent = self._agent(None, new=False)
+        self._configure(agent, parse_argstring(self.agent, " ".join(rest)))
+        return ChatWidget(agent, loop=self.state.loop)
 
     def _cmd_help(self, rest: list[str]) -> None:
         print(HELP)

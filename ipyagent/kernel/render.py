@@ -8,7 +8,6 @@ token counts go only into the Markdown.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -20,22 +19,12 @@ from typing_extensions import assert_never
 from ..agentlib import events as ev
 from ..agentlib.events import AgentEvent
 from ..agentlib.result import RunResult
+from ..widgets.reducer import call_label
 
 __all__ = ["DisplayRenderer", "QuietRenderer", "TerminalRenderer", "call_label"]
 
 #: Seconds between updates of a streaming display: ~10 updates/s is smooth and cheap.
 UPDATE_INTERVAL = 0.1
-
-
-def call_label(name: str, arguments: dict[str, Any] | None, limit: int = 80) -> str:
-    """``name(key="value", n=3)``, each value clipped so one call fits on a line."""
-    if not arguments:
-        return f"{name}()"
-    parts = []
-    for key, value in arguments.items():
-        text = json.dumps(value, ensure_ascii=False, default=str)
-        parts.append(f"{key}={text if len(text) <= limit else text[: limit - 1] + '…'}")
-    return f"{name}({', '.join(parts)})"
 
 
 def _preview(text: str, lines: int = 8, chars: int = 600) -> str:

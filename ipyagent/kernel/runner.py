@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import queue
 import threading
 import time
@@ -53,20 +54,30 @@ class _Job:
 class MainThread:
     """Lets coroutines on the worker loop run functions on the kernel's main thread.
 
-    Jobs are delivered through the inbox of the blocking run in progress; with no blocking run
-    (or when already on the main thread) they run at once in the calling thread.
+    Jobs are delivered through the inbox of the blocking run in progress. With no blocking run
+    (a chat widget's run, started while the kernel is idle) they go to the kernel's own event loop
+    on the main thread, captured when the extension loaded; without one (terminal IPython, or
+    already on the main thread) they run at once in the calling thread.
     """
 
     def __init__(self) -> None:
         self._inbox: queue.Queue[Any] | None = None
         self._thread = threading.main_thread()
+        try:
+            self._main_loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._main_loop = None
 
     async def run(self, fn: Callable[[], T]) -> T:
-        inbox = self._inbox
-        if inbox is None or threading.current_thread() is self._thread:
+        if threading.current_thread() is self._thread:
             return fn()
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        inbox.put(_Job(fn, future))
+        if self._inbox is not None:
+            self._inbox.put(_Job(fn, future))
+        elif self._main_loop is not None and self._main_loop.is_running():
+            self._main_loop.call_soon_threadsafe(_run_job_quietly, _Job(fn, future))
+        else:
+            return fn()
         return await asyncio.wrap_future(future)
 
     def attach(self, inbox: queue.Queue[Any] | None) -> None:
@@ -134,6 +145,12 @@ def run_blocking(
     result = future.result() if future.done() and not future.cancelled() else None
     renderer.finish(result)
     return result, interrupted
+
+
+def _run_job_quietly(job: _Job) -> None:
+    """On the kernel's own loop a Ctrl-C is the kernel's business: only the job sees it."""
+    with contextlib.suppress(KeyboardInterrupt):
+        _run_job(job)
 
 
 def _run_job(job: _Job) -> None:

@@ -168,3 +168,16 @@ async def test_a_catch_all_listener_does_not_count_as_someone_who_answers() -> N
     result = await asyncio.wait_for(agent.run("go"), 5)
     assert "nobody can answer" in result.messages[2].tool_results[0].content
     assert any(e.type == "permission_resolved" for e in seen)
+
+
+async def test_a_denial_can_say_why() -> None:
+    agent = Agent(model=ScriptedModel([tool_call("write_note", {"text": "a"}), "ok"]), tools=[write_note])
+    agent.on(
+        PermissionRequired,
+        lambda e: agent.resolve_permission(e.call_id, "deny", reason="the notebook is read-only today"),
+    )
+    result = await agent.run("go")
+    assert result.messages[2].tool_results[0].content == (
+        "Denied: `write_note` was not run: the notebook is read-only today."
+    )
+    assert written == []

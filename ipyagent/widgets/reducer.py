@@ -1,0 +1,349 @@
+"""Agent events → view state and patches (see docs/widget-protocol.md).
+
+Pure and synchronous: the kernel side of every view feeds events in and sends the patches that
+come out; tests feed events and look at the state. The same :func:`apply_patch` the front end
+implements keeps :attr:`ViewReducer.state` current, so the state written at the end of a run is
+exactly what the patches built.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from typing_extensions import assert_never
+
+from ..agentlib import events as ev
+from ..agentlib.messages import Message, TextBlock, ToolCallBlock
+
+__all__ = ["ViewReducer", "apply_patch", "call_label", "merge_patches", "plain_text"]
+
+Patch = dict[str, Any]
+Block = dict[str, Any]
+
+
+def new_state() -> dict[str, Any]:
+    return {"seq": 0, "status": "idle", "model": "", "blocks": [], "usage": None, "live": False}
+
+
+def apply_patch(state: dict[str, Any], patch: Patch) -> None:
+    """Apply one patch in place (the front end does the same, in JavaScript)."""
+    op = patch["op"]
+    blocks: list[Block] = state["blocks"]
+    if op == "add":
+        blocks.append(dict(patch["block"]))
+    elif op == "top":
+        state.update(patch["fields"])
+    else:
+        block = next((b for b in reversed(blocks) if b["id"] == patch["id"]), None)
+        if block is None:
+            return
+        if op == "append":
+            block[patch["field"]] = block.get(patch["field"], "") + patch["value"]
+        elif op == "set":
+            block.update(patch["fields"])
+        elif op == "remove":
+            blocks.remove(block)
+
+
+def merge_patches(patches: list[Patch]) -> list[Patch]:
+    """Fold runs of appends to the same field into one: a batch carries text, not tokens."""
+    merged: list[Patch] = []
+    for patch in patches:
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and patch["op"] == "append"
+            and last["op"] == "append"
+            and last["id"] == patch["id"]
+            and last["field"] == patch["field"]
+        ):
+            merged[-1] = {**last, "value": last["value"] + patch["value"]}
+        else:
+            merged.append(patch)
+    return merged
+
+
+class ViewReducer:
+    """Turns the events of one or more runs into patches on one view state."""
+
+    def __init__(self) -> None:
+        self.state = new_state()
+        self._pending: list[Patch] = []
+        self._run = 0
+        self._request = ""
+        self._attempt: list[str] = []  # blocks the current request added (dropped on retry)
+        self._denied: set[str] = set()
+
+    # -- patches ---------------------------------------------------------------------------------
+
+    def _emit(self, patch: Patch) -> None:
+        apply_patch(self.state, patch)
+        self._pending.append(patch)
+
+    def _add(self, block: Block) -> None:
+        self._attempt.append(block["id"])
+        self._emit({"op": "add", "block": block})
+
+    def _set(self, block_id: str, **fields: Any) -> None:
+        self._emit({"op": "set", "id": block_id, "fields": fields})
+
+    def _top(self, **fields: Any) -> None:
+        self._emit({"op": "top", "fields": fields})
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def take(self) -> tuple[int, list[Patch]] | None:
+        """The pending patches as one numbered batch, or None when there are none."""
+        if not self._pending:
+            return None
+        patches, self._pending = merge_patches(self._pending), []
+        self.state["seq"] += 1
+        return self.state["seq"], patches
+
+    # -- inputs ----------------------------------------------------------------------------------
+
+    def add_user(self, text: str) -> None:
+        self._emit(
+            {"op": "add", "block": {"id": f"u{len(self.state['blocks'])}", "kind": "user", "text": text}}
+        )
+
+    def set_live(self, live: bool) -> None:
+        self._top(live=live)
+
+    def set_model(self, model: str) -> None:
+        self._top(model=model)
+
+    def clear(self) -> None:
+        """A new conversation: every block goes."""
+        for block in list(self.state["blocks"]):
+            self._emit({"op": "remove", "id": block["id"]})
+        self._top(status="idle", usage=None)
+
+    def show_history(self, messages: list[Message]) -> None:
+        """The conversation so far (a resumed session), as finished blocks."""
+        for i, message in enumerate(messages):
+            for j, block in enumerate(message.content):
+                key = f"h{i}.{j}"
+                if isinstance(block, TextBlock) and message.role == "user":
+                    self._emit({"op": "add", "block": {"id": key, "kind": "user", "text": block.text}})
+                elif isinstance(block, TextBlock):
+                    self._emit(
+                        {
+                            "op": "add",
+                            "block": {"id": key, "kind": "text", "text": block.text, "streaming": False},
+                        }
+                    )
+                elif isinstance(block, ToolCallBlock):
+                    result = next(
+                        (
+                            r
+                            for m in messages[i + 1 : i + 2]
+                            for r in m.tool_results
+                            if r.tool_call_id == block.id
+                        ),
+                        None,
+                    )
+                    tool = {
+                        "id": block.id, "kind": "tool", "name": block.name, "args": block.raw_arguments,
+                        "status": "failed" if result is None or result.is_error else "done",
+                        "duration": None, "result": result.content if result else None,
+                        "display": None, "permission": False,
+                    }  # fmt: skip
+                    self._emit({"op": "add", "block": tool})
+
+    def add_error(self, code: str, message: str, hint: str = "", retryable: bool = False) -> None:
+        self._emit(
+            {
+                "op": "add",
+                "block": {
+                    "id": f"e{len(self.state['blocks'])}",
+                    "kind": "error",
+                    "code": code,
+                    "message": message,
+                    "hint": hint,
+                    "retryable": retryable,
+                },
+            }
+        )
+
+    def feed(self, event: ev.AgentEvent) -> None:
+        if isinstance(event, ev.RunStarted):
+            self._run += 1
+            self._top(status="running", model=event.model)
+        elif isinstance(event, ev.RequestStarted):
+            self._request = f"r{self._run}.{event.turn}.{event.attempt}"
+            self._attempt = []
+        elif isinstance(event, ev.TextStart):
+            self._add({"id": f"{self._request}.{event.index}", "kind": "text", "text": "", "streaming": True})
+        elif isinstance(event, ev.TextDelta):
+            self._emit(
+                {
+                    "op": "append",
+                    "id": f"{self._request}.{event.index}",
+                    "field": "text",
+                    "value": event.delta,
+                }
+            )
+        elif isinstance(event, ev.TextEnd):
+            self._set(f"{self._request}.{event.index}", streaming=False)
+        elif isinstance(event, ev.ThinkingStart):
+            block = {
+                "id": f"{self._request}.{event.index}",
+                "kind": "thinking",
+                "text": "",
+                "streaming": True,
+            }
+            self._add({**block, "duration": None})
+        elif isinstance(event, ev.ThinkingDelta):
+            self._emit(
+                {
+                    "op": "append",
+                    "id": f"{self._request}.{event.index}",
+                    "field": "text",
+                    "value": event.delta,
+                }
+            )
+        elif isinstance(event, ev.ThinkingEnd):
+            self._set(f"{self._request}.{event.index}", streaming=False, duration=round(event.duration, 2))
+        elif isinstance(event, ev.ToolCallStart):
+            self._add(
+                {
+                    "id": event.call_id,
+                    "kind": "tool",
+                    "name": event.name,
+                    "args": "",
+                    "status": "streaming",
+                    "duration": None,
+                    "result": None,
+                    "display": None,
+                    "permission": False,
+                }
+            )
+        elif isinstance(event, ev.ToolCallDelta):
+            self._emit({"op": "append", "id": event.call_id, "field": "args", "value": event.delta})
+        elif isinstance(event, ev.ToolCallEnd):
+            self._set(event.call_id, args=event.raw_arguments)
+        elif isinstance(event, ev.ToolExecuting):
+            self._set(event.call_id, status="running", args=json.dumps(event.arguments, ensure_ascii=False))
+        elif isinstance(event, ev.ToolResult):
+            status = "denied" if event.call_id in self._denied else ("failed" if event.is_error else "done")
+            display = (
+                event.display
+                if isinstance(event.display, list)
+                else [event.display]
+                if event.display
+                else None
+            )
+            self._set(
+                event.call_id,
+                status=status,
+                result=event.content,
+                display=display,
+                duration=round(event.duration, 2),
+                permission=False,
+            )
+        elif isinstance(event, ev.PermissionRequired):
+            self._set(event.call_id, status="waiting", permission=True)
+        elif isinstance(event, ev.PermissionResolved):
+            if event.decision == "deny":
+                self._denied.add(event.call_id)
+                self._set(event.call_id, status="denied", permission=False)
+            else:
+                self._set(event.call_id, status="running", permission=False)
+        elif isinstance(event, ev.AskUserRequired):
+            self._add(
+                {
+                    "id": event.question_id,
+                    "kind": "question",
+                    "question": event.question,
+                    "choices": event.choices,
+                    "answer": None,
+                }
+            )
+        elif isinstance(event, ev.AskUserAnswered):
+            self._set(event.question_id, answer=event.answer)
+        elif isinstance(event, ev.Warning):
+            self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
+        elif isinstance(event, ev.RequestError):
+            if event.will_retry:  # the failed attempt's output is discarded, as the agent does
+                for block_id in self._attempt:
+                    self._emit({"op": "remove", "id": block_id})
+                self._attempt = []
+        elif isinstance(event, ev.UsageUpdated):
+            self._top(
+                usage={
+                    "input": event.total.input_tokens,
+                    "output": event.total.output_tokens,
+                    "cost": event.total.cost,
+                    "context": str(event.context),
+                }
+            )
+        elif isinstance(event, ev.RunFinished):
+            if event.status == "exhausted" and event.message:
+                self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
+            self._top(status=event.status)
+        elif isinstance(event, ev.RunFailed):
+            error = event.error
+            self.add_error(error.code, error.message, error.hint, error.retryable)
+            self._top(status="failed")
+        elif isinstance(event, ev.RunCancelled):
+            self._top(status="cancelled")
+        elif isinstance(event, ev.CompactionCompleted):
+            text = f"Summarized {event.dropped} earlier messages to free context."
+            self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": text})
+        elif isinstance(
+            event, (ev.RequestDone, ev.MessageCommitted, ev.CompactionStarted)
+        ):  # nothing to show
+            pass
+        else:
+            assert_never(event)
+
+
+def plain_text(state: dict[str, Any]) -> str:
+    """A stable plain-text rendering of a view: what nbval compares, what a terminal shows.
+    No durations, token counts or ids — only what the run said and did."""
+    lines: list[str] = []
+    for block in state["blocks"]:
+        kind = block["kind"]
+        if kind == "user":
+            lines.append(f"» {block['text']}")
+        elif kind == "text":
+            lines.append(block["text"])
+        elif kind == "thinking":
+            lines.append(f"💭 {block['text']}")
+        elif kind == "tool":
+            mark = {"done": "✓", "failed": "✗", "denied": "⊘"}.get(block["status"], "…")
+            lines.append(f"→ {_label(block)} {mark}")
+            if block["status"] in ("failed", "denied") and block.get("result"):
+                lines.extend(f"  {line}" for line in block["result"].splitlines()[:6])
+        elif kind == "question":
+            lines.append(f"? {block['question']} → {block['answer']}")
+        elif kind == "warning":
+            lines.append(f"⚠ {block['text']}")
+        elif kind == "error":
+            lines.append(f"✗ {block['message']}")
+            if block.get("hint"):
+                lines.append(f"  Hint: {block['hint']}")
+    return "\n".join(lines)
+
+
+def _label(block: Block) -> str:
+    try:
+        arguments = json.loads(block["args"]) if block["args"] else {}
+    except ValueError:
+        return f"{block['name']}({block['args'][:80]})"
+    return call_label(block["name"], arguments if isinstance(arguments, dict) else None)
+
+
+def call_label(name: str, arguments: dict[str, Any] | None, limit: int = 80) -> str:
+    """``name(key="value", n=3)``, each value clipped so that one call fits on a line."""
+    if not arguments:
+        return f"{name}()"
+    parts = []
+    for key, value in arguments.items():
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        parts.append(f"{key}={text if len(text) <= limit else text[: limit - 1] + '…'}")
+    return f"{name}({', '.join(parts)})"

@@ -1,0 +1,174 @@
+"""The anywidget views' kernel side: state, batched patches, and the buttons' messages.
+
+:class:`AgentView` is what both views share; :class:`RunView` shows one ``%%agent`` run. The
+front end (``static/run_view.js``, built from ``js/src``) applies the patches and renders; the
+protocol is in docs/widget-protocol.md.
+
+Threads: events are fed on the thread that renders (the kernel's main thread for a ``%%agent``
+cell, the worker loop for the chat), while the front end's messages may arrive on a comm subshell
+thread; a lock keeps the reducer consistent, and the agent's own methods (cancel, resolve) are
+thread-safe.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+from .reducer import ViewReducer, plain_text
+from .transport import DEFAULT_INTERVAL, Throttle
+
+if TYPE_CHECKING:
+    from ..agentlib.agent import Agent
+    from ..agentlib.events import AgentEvent, AskUserRequired, PermissionRequired
+    from ..agentlib.result import RunResult
+
+__all__ = ["AgentView", "RunView"]
+
+STATIC = Path(__file__).parent / "static"
+
+#: Seconds to wait for a front end to announce itself before a question is denied as unanswerable.
+HELLO_GRACE = 2.0
+
+
+class AgentView(anywidget.AnyWidget):
+    """What both views share: the state trait, patches, hello/ack and the agent's buttons."""
+
+    _css = STATIC / "ipyagent.css"
+    state = traitlets.Dict().tag(sync=True)
+
+    def __init__(
+        self, agent: Agent | None = None, *, interval: float = DEFAULT_INTERVAL, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.agent = agent
+        self.lock = threading.RLock()
+        self.reducer = ViewReducer()
+        self.throttle = Throttle(self.reducer, self.send, interval=interval)
+        self.live = threading.Event()
+        self.state = copy.deepcopy(self.reducer.state)
+        self.on_msg(self._on_frontend_message)
+        _keep_subshell_routing(self)
+
+    # -- events in -------------------------------------------------------------------------------
+
+    def feed(self, event: AgentEvent) -> None:
+        with self.lock:
+            self.reducer.feed(event)
+
+    def tick(self) -> None:
+        with self.lock:
+            self.throttle.tick()
+
+    def publish(self) -> None:
+        """Send what is pending and write the complete state to the trait (saved with the
+        notebook, shown again after a reload)."""
+        with self.lock:
+            self.throttle.flush()
+            self.state = copy.deepcopy(self.reducer.state)
+
+    # -- the agent's questions -------------------------------------------------------------------
+
+    def watch(self, agent: Agent) -> list[Any]:
+        """Answer the agent's questions through this view for one run; returns the handles to
+        remove afterwards. Without a live front end a question is denied after :data:`HELLO_GRACE`."""
+        self.agent = agent
+        return [
+            agent.on("permission_required", self._on_permission),
+            agent.on("ask_user_required", self._on_question),
+        ]
+
+    def _on_permission(self, event: PermissionRequired) -> None:
+        self._unless_live(
+            lambda: self._deny(event.call_id),
+        )
+
+    def _on_question(self, event: AskUserRequired) -> None:
+        self._unless_live(lambda: self.agent.answer(event.question_id, None) if self.agent else None)
+
+    def _unless_live(self, fallback: Any) -> None:
+        if self.live.is_set():
+            return
+
+        def later() -> None:
+            if not self.live.wait(HELLO_GRACE):
+                fallback()
+
+        threading.Thread(target=later, name="ipyagent-hello-wait", daemon=True).start()
+
+    def _deny(self, call_id: str) -> None:
+        if self.agent is not None:
+            self.agent.resolve_permission(
+                call_id,
+                "deny",
+                reason="no one could answer: the notebook's front end did not show the widget",
+            )
+
+    # -- front end in ----------------------------------------------------------------------------
+
+    def _on_frontend_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        action = content.get("action")
+        agent = self.agent
+        if action == "hello":
+            first = not self.live.is_set()
+            self.live.set()
+            self.send({"kind": "ack", "of": "hello"})
+            if first:
+                with self.lock:
+                    self.reducer.set_live(True)
+                    self.throttle.flush()
+        elif action == "stop" and agent is not None:
+            agent.cancel()
+        elif action == "permission" and agent is not None:
+            decision = content.get("decision")
+            if decision in ("allow", "always", "deny"):
+                agent.resolve_permission(str(content.get("id")), decision)
+        elif action == "answer" and agent is not None:
+            answer = content.get("answer")
+            agent.answer(str(content.get("id")), None if answer is None else str(answer))
+        else:
+            self.handle_action(action, content)
+
+    def handle_action(self, action: Any, content: dict[str, Any]) -> None:
+        """Actions a subclass adds (the chat's send/new/model/retry)."""
+
+    # -- text/plain ------------------------------------------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # A stable text/plain (what nbval compares, and what a front end without widgets shows):
+        # the run's text and tool calls, never a memory address.
+        data: Any = super()._repr_mimebundle_(**kwargs)
+        if isinstance(data, dict):
+            with self.lock:
+                data["text/plain"] = plain_text(self.reducer.state) or "(agent)"
+        return data
+
+
+class RunView(AgentView):
+    """The live view of one ``%%agent`` run."""
+
+    _esm = STATIC / "run_view.js"
+
+    def finish(self, result: RunResult | None) -> None:
+        self.publish()
+
+
+def _keep_subshell_routing(widget: Any) -> None:
+    """Let button clicks reach the kernel while a cell blocks (ipykernel 7 with comm subshells).
+
+    ipykernel 7 routes a comm's incoming messages to the subshell that last *sent* on it — the
+    main shell, busy running the ``%%agent`` cell — so a click would wait for the cell to end.
+    Keeping the front end's own choice of subshell lets it through at once. Handlers then run off
+    the main thread, which the views are written for. (ipykernel 6 has no subshells: there the
+    runner pumps comm messages while it waits.)
+    """
+    comm = getattr(widget, "comm", None)
+    if comm is not None and hasattr(comm, "_reply_subshell_for"):
+        comm._reply_subshell_for = lambda _data, default: default

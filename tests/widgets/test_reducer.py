@@ -1,0 +1,171 @@
+"""Events → view state, with the throttle off: the state the front end ends up with."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ipyagent import Agent, RetryPolicy, tool
+from ipyagent.agentlib.errors import ProviderUnavailable
+from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call
+from ipyagent.widgets.reducer import ViewReducer, apply_patch, merge_patches, new_state, plain_text
+from ipyagent.widgets.transport import Throttle
+
+
+@tool(read_only=True)
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return key.upper()
+
+
+@tool
+def write(text: str) -> str:
+    """Write."""
+    return "written"
+
+
+async def reduce(agent: Agent, prompt: str) -> tuple[ViewReducer, list[dict[str, Any]]]:
+    """Run ``agent`` with a reducer fed by its events and a throttle that sends every batch."""
+    reducer = ViewReducer()
+    sent: list[dict[str, Any]] = []
+    throttle = Throttle(reducer, sent.append, interval=0)
+
+    def on_event(event: Any) -> None:
+        reducer.feed(event)
+        throttle.tick()
+
+    agent.on("*", on_event)
+    await agent.run(prompt)
+    throttle.flush()
+    return reducer, sent
+
+
+def replay(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a front end that started from an empty state builds from the messages."""
+    state = new_state()
+    for message in messages:
+        assert message["seq"] == state["seq"] + 1, "patch batches must be consecutive"
+        for patch in message["patches"]:
+            apply_patch(state, patch)
+        state["seq"] = message["seq"]
+    return state
+
+
+async def test_a_run_becomes_blocks_in_order() -> None:
+    model = ScriptedModel(
+        [[thinking("Let me look."), text("Looking."), tool_call("lookup", {"key": "a"})], "It is A."]
+    )
+    reducer, sent = await reduce(Agent(model=model, tools=[lookup]), "what is a?")
+    blocks = reducer.state["blocks"]
+    assert [b["kind"] for b in blocks] == ["thinking", "text", "tool", "text"]
+    assert blocks[0]["text"] == "Let me look."
+    assert blocks[0]["streaming"] is False
+    assert blocks[0]["duration"] is not None
+    assert blocks[2]["name"] == "lookup"
+    assert json.loads(blocks[2]["args"]) == {"key": "a"}
+    assert blocks[2]["status"] == "done"
+    assert blocks[2]["result"] == "A"
+    assert blocks[3]["text"] == "It is A."
+    assert reducer.state["status"] == "completed"
+    assert reducer.state["usage"]["input"] > 0
+    # The front end, applying the same messages, reaches the same state.
+    assert replay(sent) == reducer.state
+
+
+async def test_patches_carry_text_not_tokens() -> None:
+    model = ScriptedModel(["word " * 500], chunk_size=1)
+    reducer = ViewReducer()
+    agent = Agent(model=model)
+    agent.on("*", reducer.feed)
+    await agent.run("talk")
+    batch = reducer.take()
+    assert batch is not None
+    appends = [p for p in batch[1] if p["op"] == "append"]
+    assert len(appends) == 1, "2,500 deltas to one block must travel as one append"
+    assert appends[0]["value"] == "word " * 500
+
+
+async def test_a_retried_request_removes_what_it_streamed() -> None:
+    model = ScriptedModel([[text("partial"), error(ProviderUnavailable("Overloaded."))], "clean"])
+    agent = Agent(model=model, retry=RetryPolicy(base_delay=0.001))
+    reducer, sent = await reduce(agent, "hi")
+    texts = [b["text"] for b in reducer.state["blocks"] if b["kind"] == "text"]
+    assert texts == ["clean"]
+    assert any(b["kind"] == "warning" for b in reducer.state["blocks"])
+    assert replay(sent) == reducer.state
+
+
+async def test_permission_prompts_and_denials_show_on_the_tool_card() -> None:
+    model = ScriptedModel([tool_call("write", {"text": "x"}), tool_call("write", {"text": "y"}), "ok"])
+    agent = Agent(model=model, tools=[write])
+    reducer = ViewReducer()
+    while_asking: list[tuple[str, bool]] = []
+
+    def on_event(event: Any) -> None:
+        reducer.feed(event)
+        if event.type == "permission_required":
+            card = reducer.state["blocks"][-1]
+            while_asking.append((card["status"], card["permission"]))
+
+    decisions = iter(["allow", "deny"])
+    agent.on("permission_required", lambda e: agent.resolve_permission(e.call_id, next(decisions)))
+    agent.on("*", on_event)
+    await agent.run("write twice")
+    assert while_asking == [("waiting", True), ("waiting", True)]
+    tools = [b for b in reducer.state["blocks"] if b["kind"] == "tool"]
+    assert [t["status"] for t in tools] == ["done", "denied"]
+    assert all(t["permission"] is False for t in tools)
+
+
+async def test_failures_become_an_error_block_with_the_hint() -> None:
+    from ipyagent.agentlib.errors import AuthenticationError
+
+    model = ScriptedModel([error(AuthenticationError("Bad key.", hint="Set OPENAI_API_KEY."))])
+    reducer, _ = await reduce(Agent(model=model), "hi")
+    block = reducer.state["blocks"][-1]
+    assert block["kind"] == "error"
+    assert block["message"] == "Bad key."
+    assert block["hint"] == "Set OPENAI_API_KEY."
+    assert reducer.state["status"] == "failed"
+    assert plain_text(reducer.state).endswith("✗ Bad key.\n  Hint: Set OPENAI_API_KEY.")
+
+
+async def test_plain_text_is_stable_across_runs() -> None:
+    def script() -> ScriptedModel:
+        return ScriptedModel([[thinking("Hmm."), tool_call("lookup", {"key": "b"})], "B it is."])
+
+    first, _ = await reduce(Agent(model=script(), tools=[lookup]), "b?")
+    second, _ = await reduce(Agent(model=script(), tools=[lookup]), "b?")
+    assert plain_text(first.state) == plain_text(second.state)
+    assert plain_text(first.state) == '💭 Hmm.\n→ lookup(key="b") ✓\nB it is.'
+
+
+def test_merge_only_joins_appends_to_the_same_field() -> None:
+    patches = [
+        {"op": "append", "id": "a", "field": "text", "value": "x"},
+        {"op": "append", "id": "a", "field": "text", "value": "y"},
+        {"op": "append", "id": "a", "field": "args", "value": "{"},
+        {"op": "set", "id": "a", "fields": {"streaming": False}},
+        {"op": "append", "id": "a", "field": "text", "value": "z"},
+    ]
+    assert merge_patches(patches) == [
+        {"op": "append", "id": "a", "field": "text", "value": "xy"},
+        {"op": "append", "id": "a", "field": "args", "value": "{"},
+        {"op": "set", "id": "a", "fields": {"streaming": False}},
+        {"op": "append", "id": "a", "field": "text", "value": "z"},
+    ]
+
+
+def test_the_throttle_sends_at_most_one_message_per_interval() -> None:
+    now = [0.0]
+    reducer = ViewReducer()
+    sent: list[dict[str, Any]] = []
+    throttle = Throttle(reducer, sent.append, interval=0.05, clock=lambda: now[0])
+    reducer.add_user("hi")
+    for step in range(100):  # 100 ticks over 0.5 s of fake time, something pending at each
+        now[0] = step * 0.005
+        reducer.set_model(f"m{step}")
+        throttle.tick()
+    assert 9 <= len(sent) <= 11
+    throttle.flush()
+    assert replay(sent)["model"] == "m99"
