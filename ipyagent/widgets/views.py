@@ -120,10 +120,10 @@ class AgentView(anywidget.AnyWidget):
             first = not self.live.is_set()
             self.live.set()
             self.send({"kind": "ack", "of": "hello"})
-            if first:
+            if first:  # a view opened mid-run (a reload) catches up from the whole state
                 with self.lock:
                     self.reducer.set_live(True)
-                    self.throttle.flush()
+                    self.publish()
         elif action == "stop" and agent is not None:
             agent.cancel()
         elif action == "permission" and agent is not None:

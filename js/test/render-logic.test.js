@@ -1,0 +1,107 @@
+// The DOM-free rendering decisions: where streaming markdown may be split, tool labels, footer text.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { summarizeArgs } from "../src/blocks.js";
+import { endsInRetryableError, usageText } from "../src/common.js";
+import { formatCost, formatDuration, formatInt } from "../src/dom.js";
+import { highlightHtml, stableBoundary } from "../src/markdown.js";
+
+describe("stableBoundary", () => {
+  test("splits before a block that follows a blank line", () => {
+    const text = "Para one.\n\nPara two\n";
+    assert.equal(stableBoundary(text), text.indexOf("Para two"));
+  });
+
+  test("an unfinished last line after a blank line is a boundary too", () => {
+    const text = "One.\n\nTw";
+    assert.equal(stableBoundary(text), text.indexOf("Tw"));
+  });
+
+  test("no split without a blank line", () => {
+    assert.equal(stableBoundary("a\nb\nc"), 0);
+  });
+
+  test("never inside a fenced code block", () => {
+    const text = "Intro\n\n```python\nx = 1\n\ny = 2\n";
+    assert.equal(stableBoundary(text), text.indexOf("```"));
+    const closed = `${text}\`\`\`\n\nAfter`;
+    assert.equal(stableBoundary(closed), closed.indexOf("After"));
+  });
+
+  test("tilde fences, longer closers and indented fences", () => {
+    const text = "~~~~\na\n\nb\n~~~~~\n\nc\n";
+    assert.equal(stableBoundary(text), text.indexOf("c\n"));
+    const listed = "- item\n\n  ```\n  code\n\nnot a boundary yet\n";
+    assert.equal(stableBoundary(listed), 0, "a fence indented inside a list item still counts as a fence");
+  });
+
+  test("not before an indented line (list continuation or indented code)", () => {
+    const text = "1. one\n\n   more of one\n";
+    assert.equal(stableBoundary(text), 0);
+  });
+
+  test("starts from `from`", () => {
+    const text = "a\n\nb\n\nc\n";
+    assert.equal(stableBoundary(text, text.indexOf("c")), text.indexOf("c"));
+    assert.equal(stableBoundary(text, 3), text.indexOf("c"));
+  });
+});
+
+describe("labels and footer", () => {
+  test("summarizeArgs: complete JSON becomes key=value", () => {
+    assert.equal(summarizeArgs('{"path": "a.txt", "n": 3}', false), 'path="a.txt", n=3');
+  });
+
+  test("summarizeArgs: partial JSON shows the raw prefix with an ellipsis", () => {
+    assert.equal(summarizeArgs('{"code": "print(1', true), '{"code": "print(1…');
+    assert.equal(summarizeArgs("", true), "");
+  });
+
+  test("summarizeArgs truncates long values", () => {
+    const label = summarizeArgs(JSON.stringify({ code: "x".repeat(500) }), false);
+    assert.ok(label.length <= 80);
+    assert.ok(label.endsWith("…"));
+  });
+
+  test("usageText shows what is known", () => {
+    assert.equal(
+      usageText({ input: 1200, output: 80, cost: null, context: "~1,280 / 32,768 tokens (4%)" }),
+      "1,200 in · 80 out · context ~1,280 / 32,768 tokens (4%)",
+    );
+    assert.equal(usageText({ input: 5, output: 1, cost: 0.0123 }), "5 in · 1 out · $0.012");
+    assert.equal(usageText({}), "");
+    assert.equal(usageText(null), "");
+  });
+
+  test("Retry only when the transcript ends in a retryable error", () => {
+    const err = (retryable) => ({ id: "e", kind: "error", retryable });
+    assert.equal(endsInRetryableError([err(true)]), true);
+    assert.equal(endsInRetryableError([err(true), { id: "w", kind: "warning" }]), true);
+    assert.equal(endsInRetryableError([err(false)]), false);
+    assert.equal(
+      endsInRetryableError([err(true), { id: "u", kind: "user" }, { id: "t", kind: "text" }]),
+      false,
+    );
+    assert.equal(endsInRetryableError([]), false);
+  });
+
+  test("formatting", () => {
+    assert.equal(formatDuration(0.42), "0.4 s");
+    assert.equal(formatDuration(12.4), "12 s");
+    assert.equal(formatDuration(125), "2 min 5 s");
+    assert.equal(formatDuration(undefined), "");
+    assert.equal(formatInt(1234567), "1,234,567");
+    assert.equal(formatCost(1.5), "$1.50");
+    assert.equal(formatCost(0.00001), "<$0.0001");
+  });
+});
+
+describe("highlighting", () => {
+  test("known languages are highlighted, unknown ones escaped", () => {
+    assert.match(highlightHtml("def f(): pass", "python"), /hljs-keyword/);
+    assert.match(highlightHtml("SELECT 1", "sql"), /hljs-keyword/);
+    assert.match(highlightHtml("ls -la", "sh"), /ls/);
+    assert.equal(highlightHtml("<b>&</b>", "cobol"), "&#60;b&#62;&#38;&#60;/b&#62;");
+  });
+});
