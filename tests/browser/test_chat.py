@@ -1,0 +1,51 @@
+"""The chat widget in a real JupyterLab: type, send, see the answer stream in; new conversation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import Lab, open_notebook, run_all, screenshot, wait_cell_done, write_notebook
+
+SETUP = """
+from ipyagent.testing import ScriptedModel, text, tool_call
+m = ScriptedModel(
+    [[tool_call("list_variables")], [text("You have a variable called answer_seed.")], "Hello again."],
+    chunk_size=6, delay=0.01,
+)
+answer_seed = 7
+"""
+
+
+def test_chat_sends_streams_and_starts_over(page: Any, lab: Lab) -> None:
+    name = write_notebook(lab, "chat.ipynb", ["%load_ext ipyagent", SETUP, "%agent chat -m m"])
+    open_notebook(page, lab, name)
+    run_all(page)
+    wait_cell_done(page, 2, timeout=60_000)
+    chat = page.locator(".ipyagent-chat")
+    chat.wait_for(timeout=30_000)
+    page.wait_for_selector(".ipyagent-chat[data-live=true]", timeout=30_000)
+
+    chat.locator("textarea[data-role=input]").fill("What variables do I have?")
+    chat.locator("button[data-action=send]").click()
+    answer = chat.locator(".ipyagent-block[data-kind=text]").last
+    answer.wait_for(timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelector('.ipyagent-chat').dataset.status === 'completed'", timeout=30_000
+    )
+    assert "answer_seed" in answer.inner_text()
+    user = chat.locator(".ipyagent-block[data-kind=user]")
+    assert user.first.inner_text().strip() == "What variables do I have?"
+    assert chat.locator(".ipyagent-block[data-kind=tool][data-status=done]").count() == 1
+    screenshot(page, "chat", "1-answered")
+
+    chat.locator("button[data-action=new]").click()
+    page.wait_for_function(
+        "() => document.querySelectorAll('.ipyagent-chat .ipyagent-block').length === 0", timeout=10_000
+    )
+    chat.locator("textarea[data-role=input]").fill("Hi")
+    chat.locator("button[data-action=send]").click()
+    page.wait_for_function(
+        "() => document.querySelector('.ipyagent-chat').dataset.status === 'completed'", timeout=30_000
+    )
+    assert chat.locator(".ipyagent-block[data-kind=text]").last.inner_text().strip() == "Hello again."
+    screenshot(page, "chat", "2-new-conversation")
