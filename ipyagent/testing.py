@@ -11,6 +11,7 @@ stream in fragments, usage, and errors — so a test decides exactly what the "m
     assert result.text == "3"
 """
 
+from .agentlib.providers.replay import ReplayModel
 from .agentlib.providers.scripted import (
     Fail,
     Pause,
@@ -31,6 +32,7 @@ from .agentlib.providers.scripted import (
 __all__ = [
     "Fail",
     "Pause",
+    "ReplayModel",
     "ReportUsage",
     "ScriptedModel",
     "Text",

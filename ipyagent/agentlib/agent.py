@@ -175,6 +175,8 @@ class Agent:
 
     @model.setter
     def model(self, value: str | Provider | None) -> None:
+        if value is not getattr(self, "_model", None) and value != getattr(self, "_model", None):
+            self._provider = None  # resolved again on next use
         self._model = value
         self._record_settings()
 
@@ -191,7 +193,7 @@ class Agent:
     @property
     def provider(self) -> Provider:
         """The resolved model. Raises :class:`UserError` when none is configured or known."""
-        if self._provider is None or (isinstance(self.model, str) and self._provider.model_id != self.model):
+        if self._provider is None:
             self._provider = _resolve(self.model)
         return self._provider
 

@@ -9,11 +9,12 @@ IPython profile or ``%config AgentMagics.auto_approve = True``).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from .interpolate import interpolate
 from .notebook_path import session_file
@@ -61,6 +62,7 @@ HELP = """\
 %agent history             the conversation so far
 %agent compact             summarize older turns to free context
 %agent reset               forget the current conversation
+%agent replay [record|replay|off] [PATH]   record model streams to a cassette, or replay them offline
 %agent help                this text
 """
 
@@ -96,6 +98,9 @@ class AgentMagics(Magics):
     tools = Unicode(",".join(GROUPS), help="Tool groups available by default.").tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
+    widget_interval = Float(
+        0.05, help="Seconds between a widget's updates; 0 sends one message per event (for measuring)."
+    ).tag(config=True)
 
     def __init__(self, shell: Any, *, state: KernelState) -> None:
         super().__init__(shell)
@@ -134,8 +139,8 @@ class AgentMagics(Magics):
             raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
         agent = self._agent(args.session, new=args.new)
         self._configure(agent, args)
-        renderer = self._renderer(agent, args.quiet)
         with pump_comm_messages() as poll:
+            renderer = self._renderer(agent, args.quiet, poll)
             result, interrupted = run_blocking(
                 agent, prompt, renderer=renderer, loop=self.state.loop, main=self.state.main, poll=poll
             )
@@ -144,7 +149,9 @@ class AgentMagics(Magics):
         return self._conclude(result, interrupted)
 
     def _configure(self, agent: Agent, args: Any) -> None:
-        model = self._resolve_model(args.model)
+        from .replay import replay_mode
+
+        model = replay_mode().wrap(self._resolve_model(args.model), self.state.notebook)
         if model is not None:
             agent.model = model
         agent.auto_approve = bool(args.yes or self.auto_approve)
@@ -183,9 +190,13 @@ class AgentMagics(Magics):
         name = session if session is not None else self.state.session
         agent = self.state.agents.get(name)
         if agent is None:
+            from .replay import replay_mode
+
             notebook = self.state.notebook
             path = session_file(notebook, name, session_dir=self.session_dir)
-            if notebook is None and not self.session_dir:
+            # A recorded run starts from an empty conversation: a resumed one would not match.
+            replaying = replay_mode().active
+            if notebook is None and not self.session_dir and not replaying:
                 self.state.say_once(
                     "where",
                     "ipyagent: this kernel does not know its notebook; "
@@ -193,7 +204,7 @@ class AgentMagics(Magics):
                 )
             agent = Agent(
                 model=self._resolve_model(None),
-                session=path,
+                session=None if replaying else path,
                 notebook=str(notebook) if notebook else None,
                 workspace=self.state.workspace,
             )
@@ -202,14 +213,14 @@ class AgentMagics(Magics):
             agent.reset()
         return agent
 
-    def _renderer(self, agent: Agent, quiet: bool) -> Renderer:
+    def _renderer(self, agent: Agent, quiet: bool, poll: Callable[[], None] | None) -> Renderer:
         from .render import DisplayRenderer, QuietRenderer, TerminalRenderer
 
         if quiet:
             return QuietRenderer()
         if self.shell is not None and getattr(self.shell, "kernel", None) is not None:
             if self.widgets and widgets_available():
-                return WidgetRenderer(agent)
+                return WidgetRenderer(agent, interval=self.widget_interval, poll=poll)
             return DisplayRenderer(show_thinking=self.show_thinking)
         return TerminalRenderer(show_thinking=self.show_thinking)
 
@@ -247,6 +258,15 @@ class AgentMagics(Magics):
         self._configure(agent, parse_argstring(self.agent, " ".join(rest)))
         return ChatWidget(agent, loop=self.state.loop)
 
+    def _cmd_replay(self, rest: list[str]) -> None:
+        from .replay import command
+
+        print(command(rest, notebook=self.state.notebook))
+        if rest:  # a new mode: the next %%agent starts a fresh conversation, as in a new kernel
+            for agent in self.state.agents.values():
+                agent.close()
+            self.state.agents.clear()
+
     def _cmd_help(self, rest: list[str]) -> None:
         print(HELP)
 
@@ -255,8 +275,11 @@ class AgentMagics(Magics):
         from ..agentlib.providers.base import Provider
 
         if rest:
+            from .replay import replay_mode
+
             model = self._resolve_model(rest[0])
-            Agent(model=model).provider  # noqa: B018 - resolve now: fail here, not in the next cell
+            if replay_mode().mode != "replay":  # a replay needs no key or local model
+                Agent(model=model).provider  # noqa: B018 - resolve now: fail here, not in the next cell
             self.state.model = model
             for agent in self.state.agents.values():
                 agent.model = model

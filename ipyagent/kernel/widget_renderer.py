@@ -9,6 +9,7 @@ main thread pumps the kernel's queued messages itself, with ``jupyter_ui_poll``.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -30,15 +31,26 @@ def widgets_available() -> bool:
     return find_spec("anywidget") is not None and (static / "run_view.js").is_file()
 
 
+#: Seconds after showing the view that the run's end waits for its front end to say hello.
+HELLO_WAIT = 1.0
+
+
 class WidgetRenderer:
-    def __init__(self, agent: Agent) -> None:
+    """The live view; plus, when no front end showed it (nbclient, nbval, nbconvert), the run's
+    text as an ordinary output at the end, for nbval to compare and static viewers to show."""
+
+    def __init__(
+        self, agent: Agent, *, interval: float = 0.05, poll: Callable[[], None] | None = None
+    ) -> None:
         from IPython.display import display
 
         from ..widgets.views import RunView
 
-        self.view: RunView = RunView(agent)
+        self.view: RunView = RunView(agent, interval=interval)
         self._handles = self.view.watch(agent)
-        self._display = display(self.view, display_id=True)  # type: ignore[no-untyped-call]
+        self._poll = poll
+        self._shown_at = time.monotonic()
+        display(self.view)  # type: ignore[no-untyped-call]
 
     def handle(self, event: AgentEvent) -> None:
         self.view.feed(event)
@@ -50,9 +62,25 @@ class WidgetRenderer:
         for handle in self._handles:
             handle.remove()
         self.view.finish(result)
-        if self._display is not None:
-            # Re-display in place: the saved output's text/plain becomes the finished run's.
-            self._display.update(self.view)
+        if not self._front_end_seen():
+            from IPython.display import display
+
+            from ..widgets.reducer import block_markdown, block_plain
+            from .render import Output
+
+            blocks = [b for b in self.view.reducer.state["blocks"] if b["kind"] not in ("error", "user")]
+            plain = "\n".join(filter(None, map(block_plain, blocks)))
+            markdown = "\n\n".join(filter(None, map(block_markdown, blocks)))
+            display(Output(plain, markdown))  # type: ignore[no-untyped-call]
+
+    def _front_end_seen(self) -> bool:
+        # A short run may end before the front end rendered the view: give it a moment.
+        deadline = self._shown_at + HELLO_WAIT
+        while not self.view.live.is_set() and time.monotonic() < deadline:
+            if self._poll is not None:
+                self._poll()
+            self.view.live.wait(0.02)
+        return self.view.live.is_set()
 
 
 @contextlib.contextmanager

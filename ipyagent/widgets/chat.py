@@ -30,6 +30,7 @@ class ChatWidget(AgentView):
     """A chat with ``agent``: input box, Send, Stop, a model picker and "New conversation"."""
 
     _esm = STATIC / "chat.js"
+    view_kind = "chat"
     models = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
     def __init__(

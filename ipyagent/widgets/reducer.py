@@ -16,7 +16,16 @@ from typing_extensions import assert_never
 from ..agentlib import events as ev
 from ..agentlib.messages import Message, TextBlock, ToolCallBlock
 
-__all__ = ["ViewReducer", "apply_patch", "call_label", "merge_patches", "plain_text"]
+__all__ = [
+    "ViewReducer",
+    "apply_patch",
+    "block_markdown",
+    "block_plain",
+    "call_label",
+    "markdown_text",
+    "merge_patches",
+    "plain_text",
+]
 
 Patch = dict[str, Any]
 Block = dict[str, Any]
@@ -305,29 +314,55 @@ class ViewReducer:
 def plain_text(state: dict[str, Any]) -> str:
     """A stable plain-text rendering of a view: what nbval compares, what a terminal shows.
     No durations, token counts or ids — only what the run said and did."""
-    lines: list[str] = []
-    for block in state["blocks"]:
-        kind = block["kind"]
-        if kind == "user":
-            lines.append(f"» {block['text']}")
-        elif kind == "text":
-            lines.append(block["text"])
-        elif kind == "thinking":
-            lines.append(f"💭 {block['text']}")
-        elif kind == "tool":
-            mark = {"done": "✓", "failed": "✗", "denied": "⊘"}.get(block["status"], "…")
-            lines.append(f"→ {_label(block)} {mark}")
-            if block["status"] in ("failed", "denied") and block.get("result"):
-                lines.extend(f"  {line}" for line in block["result"].splitlines()[:6])
-        elif kind == "question":
-            lines.append(f"? {block['question']} → {block['answer']}")
-        elif kind == "warning":
-            lines.append(f"⚠ {block['text']}")
-        elif kind == "error":
-            lines.append(f"✗ {block['message']}")
-            if block.get("hint"):
-                lines.append(f"  Hint: {block['hint']}")
-    return "\n".join(lines)
+    return "\n".join(filter(None, (block_plain(b) for b in state["blocks"])))
+
+
+def markdown_text(state: dict[str, Any]) -> str:
+    """The same as :func:`plain_text`, as Markdown for static viewers (nbconvert, GitHub)."""
+    return "\n\n".join(filter(None, (block_markdown(b) for b in state["blocks"])))
+
+
+def block_plain(block: Block) -> str:
+    kind = block["kind"]
+    if kind == "user":
+        return f"» {block['text']}"
+    if kind == "text":
+        return str(block["text"])
+    if kind == "thinking":
+        return f"💭 {block['text']}"
+    if kind == "tool":
+        line = f"→ {_label(block)} {_MARKS.get(block['status'], '…')}"
+        if block["status"] in ("failed", "denied") and block.get("result"):
+            line += "".join(f"\n  {detail}" for detail in block["result"].splitlines()[:6])
+        return line
+    if kind == "question":
+        return f"? {block['question']} → {block['answer']}"
+    if kind == "warning":
+        return f"⚠ {block['text']}"
+    if kind == "error":
+        hint = f"\n  Hint: {block['hint']}" if block.get("hint") else ""
+        return f"✗ {block['message']}{hint}"
+    return ""
+
+
+def block_markdown(block: Block) -> str:
+    kind = block["kind"]
+    if kind == "text":
+        return str(block["text"])
+    if kind == "thinking":
+        return "\n".join(f"> {line}" for line in f"💭 {block['text']}".splitlines())
+    if kind == "tool":
+        line = f"**→ `{_label(block)}`** {_MARKS.get(block['status'], '…')}"
+        if block["status"] in ("failed", "denied") and block.get("result"):
+            line += "\n\n```\n" + "\n".join(block["result"].splitlines()[:6]) + "\n```"
+        return line
+    if kind == "error":
+        hint = f"\n\n*Hint:* {block['hint']}" if block.get("hint") else ""
+        return f"**✗ {block['message']}**{hint}"
+    return block_plain(block)
+
+
+_MARKS = {"done": "✓", "failed": "✗", "denied": "⊘"}
 
 
 def _label(block: Block) -> str:

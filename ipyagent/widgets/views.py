@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from .reducer import ViewReducer, plain_text
+from .reducer import ViewReducer
 from .transport import DEFAULT_INTERVAL, Throttle
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class AgentView(anywidget.AnyWidget):
 
     _css = STATIC / "ipyagent.css"
     state = traitlets.Dict().tag(sync=True)
+    view_kind = "view"
 
     def __init__(
         self, agent: Agent | None = None, *, interval: float = DEFAULT_INTERVAL, **kwargs: Any
@@ -139,22 +140,18 @@ class AgentView(anywidget.AnyWidget):
     def handle_action(self, action: Any, content: dict[str, Any]) -> None:
         """Actions a subclass adds (the chat's send/new/model/retry)."""
 
-    # -- text/plain ------------------------------------------------------------------------------
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # A stable text/plain (what nbval compares, and what a front end without widgets shows):
-        # the run's text and tool calls, never a memory address.
-        data: Any = super()._repr_mimebundle_(**kwargs)
-        if isinstance(data, dict):
-            with self.lock:
-                data["text/plain"] = plain_text(self.reducer.state) or "(agent)"
-        return data
+    def __repr__(self) -> str:
+        # The text/plain of the widget's output. Constant on purpose: a live view's output is
+        # updated in place, and nbval compares the first version of an output with the saved,
+        # last one. The run's text goes to a separate output when no front end is watching.
+        return f"ipyagent {self.view_kind}"
 
 
 class RunView(AgentView):
     """The live view of one ``%%agent`` run."""
 
     _esm = STATIC / "run_view.js"
+    view_kind = "run"
 
     def finish(self, result: RunResult | None) -> None:
         self.publish()

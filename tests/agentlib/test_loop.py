@@ -496,3 +496,12 @@ async def test_an_abandoned_stream_is_closed_at_once() -> None:
     model = Tracking([[text("partial"), error(ProviderUnavailable("down", retryable=False))]])
     await Agent(model=model).run("hi")
     assert closed == [True]
+
+
+async def test_changing_the_model_between_runs_uses_the_new_one() -> None:
+    first, second = ScriptedModel(["from the first"]), ScriptedModel(["from the second"])
+    agent = Agent(model=first)
+    assert (await agent.run("a")).text == "from the first"
+    agent.model = second
+    assert (await agent.run("b")).text == "from the second"
+    assert len(first.requests) == 1

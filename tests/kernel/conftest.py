@@ -27,7 +27,10 @@ def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "IPYAGENT_MODEL", "JPY_SESSION_NAME"):
+    for key in (
+        "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "IPYAGENT_MODEL", "JPY_SESSION_NAME",
+        "IPYAGENT_REPLAY", "IPYAGENT_CASSETTE",
+    ):  # fmt: skip
         monkeypatch.delenv(key, raising=False)
     work = tmp_path / "work"
     work.mkdir()
@@ -69,8 +72,10 @@ class Kernel:
                 if display_id:
                     by_display[display_id] = len(outputs)
                 outputs.append({"type": kind if kind != "display_data" else "display", **content})
-        reply = self.kc.get_shell_msg(timeout=timeout)
-        return reply["content"], outputs
+        while True:  # the reply to *this* request (an earlier one may still be queued)
+            reply = self.kc.get_shell_msg(timeout=timeout)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"], outputs
 
     def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         return self.collect(self.send(code), timeout)

@@ -1,0 +1,198 @@
+"""The kernel's record/replay switch: which cassette a notebook uses, and whether it records.
+
+    %agent replay record [PATH]     record every model request of this kernel (a real model answers)
+    %agent replay replay [PATH]     answer from the cassette: no key, no network, no local model
+    %agent replay off               talk to the model directly again
+    %agent replay                   show the mode, the cassette and how far it got
+
+The mode starts from ``$IPYAGENT_REPLAY`` (``record``, ``replay`` or ``off``) and the cassette from
+``$IPYAGENT_CASSETTE``; by default ``analysis.ipynb`` uses ``analysis.cassette.jsonl`` beside it
+(``ipyagent.cassette.jsonl`` in the working directory when the kernel does not know its notebook).
+The pytest option ``--ipyagent-replay`` sets the variable for the kernels nbval starts.
+
+This module owns the per-kernel state and :func:`wrap`, which the magics call on the model of
+every ``%%agent`` run; the cassette format and the matching are
+:mod:`ipyagent.agentlib.providers.replay`'s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # the agent core loads at the first %%agent, not at %load_ext
+    from ..agentlib.providers.base import Provider
+    from ..agentlib.providers.replay import Cassette, ReplayModel
+
+__all__ = [
+    "ENV_CASSETTE",
+    "ENV_MODE",
+    "Mode",
+    "ReplaySwitch",
+    "cassette_path",
+    "command",
+    "replay_mode",
+    "wrap",
+]
+
+Mode = Literal["off", "record", "replay"]
+MODES: tuple[Mode, ...] = ("record", "replay", "off")
+ENV_MODE = "IPYAGENT_REPLAY"
+ENV_CASSETTE = "IPYAGENT_CASSETTE"
+USAGE = "%agent replay [record|replay|off] [PATH]"
+
+
+def _user_error(message: str, hint: str, code: str = "invalid_option") -> Exception:
+    from ..agentlib.errors import UserError
+
+    return UserError(message, hint=hint, code=code)
+
+
+def cassette_path(notebook: Path | None) -> Path:
+    """``analysis.ipynb`` → ``analysis.cassette.jsonl`` beside it; no notebook → the working
+    directory's ``ipyagent.cassette.jsonl``."""
+    if notebook is None:
+        return Path.cwd() / "ipyagent.cassette.jsonl"
+    return notebook.with_name(f"{notebook.stem}.cassette.jsonl")
+
+
+def _mode(value: str, source: str) -> Mode:
+    mode = value.strip().lower() or "off"
+    if mode not in MODES:
+        raise _user_error(
+            f"{source}={value!r} is not a replay mode.",
+            f"Use one of: {', '.join(MODES)} ({USAGE}).",
+        )
+    return mode
+
+
+class ReplaySwitch:
+    """Record/replay state of one kernel: the mode, an explicit cassette path (else the
+    notebook's default), and one open :class:`Cassette` per path, so successive cells go on
+    where the previous one stopped."""
+
+    def __init__(self, mode: Mode = "off", path: str | os.PathLike[str] | None = None) -> None:
+        self.mode: Mode = "off"
+        self.path: Path | None = None
+        self._cassettes: dict[Path, Cassette] = {}
+        self._models: dict[tuple[Path, str], ReplayModel] = {}
+        self.set(mode, path)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReplaySwitch:
+        """The switch as ``$IPYAGENT_REPLAY`` and ``$IPYAGENT_CASSETTE`` set it."""
+        env = os.environ if environ is None else environ
+        return cls(_mode(env.get(ENV_MODE, ""), ENV_MODE), env.get(ENV_CASSETTE) or None)
+
+    def set(self, mode: str, path: str | os.PathLike[str] | None = None) -> None:
+        """Switch to ``mode`` (``record``, ``replay`` or ``off``) with the cassette at ``path``
+        (default: beside the notebook). A recording starts a new cassette; a replay starts
+        from its first request."""
+        self.mode = _mode(mode, "mode")
+        self.path = Path(path).expanduser().resolve() if path is not None else None
+        self._cassettes.clear()
+        self._models.clear()
+
+    @property
+    def active(self) -> bool:
+        """Recording or replaying: conversations should start empty, so runs repeat exactly."""
+        return self.mode != "off"
+
+    def cassette_path(self, notebook: Path | None) -> Path:
+        return self.path if self.path is not None else cassette_path(notebook)
+
+    def cassette(self, notebook: Path | None) -> Cassette:
+        from ..agentlib.providers.replay import Cassette
+
+        path = self.cassette_path(notebook)
+        if path not in self._cassettes:
+            self._cassettes[path] = Cassette(path)
+        return self._cassettes[path]
+
+    def wrap(self, model: str | Provider | None, notebook: Path | None) -> str | Provider | None:
+        """The model a run should use: ``model`` itself when off; otherwise a :class:`ReplayModel`
+        on this kernel's cassette. In replay mode nothing is resolved — no key or local model is
+        needed — and ``model`` (when given) is the model the recording must have used."""
+        from ..agentlib.providers.replay import ReplayModel
+
+        if self.mode == "off" or isinstance(model, ReplayModel):
+            return model
+        cassette = self.cassette(notebook)
+        key = (cassette.path, model if isinstance(model, str) else f"<{id(model)}>")
+        cached = self._models.get(key)
+        if cached is not None:
+            return cached
+        workspace = notebook.parent if notebook is not None else Path.cwd()
+        hint = (
+            f"If the change is intended, record {cassette.path.name} again with a real model: "
+            "IPYAGENT_REPLAY=record python -m ipyagent run NOTEBOOK --output NOTEBOOK, or run the "
+            "notebook in a kernel started with IPYAGENT_REPLAY=record (or after `%agent replay record`) "
+            "and save it."
+        )
+        if self.mode == "record":
+            wrapped = model if model is not None and not isinstance(model, str) else _resolve(model)
+            made = ReplayModel(
+                wrapped, cassette=cassette, mode="record", workspace=workspace, rerecord_hint=hint
+            )
+        else:
+            # Never called: a given model only names what the recording must have used.
+            made = ReplayModel(
+                None if model is None or isinstance(model, str) else model,
+                cassette=cassette,
+                mode="replay",
+                model_id=model if isinstance(model, str) else None,
+                workspace=workspace,
+                rerecord_hint=hint,
+            )
+        self._models[key] = made
+        return made
+
+    def status(self, notebook: Path | None) -> str:
+        if self.mode == "off":
+            return "replay: off (record with `%agent replay record`, replay with `%agent replay replay`)"
+        cassette = self.cassette(notebook)
+        if self.mode == "record":
+            return f"replay: recording to {cassette.path} ({cassette.written} request(s) recorded)"
+        try:
+            total = f"of {len(cassette.records)} "
+        except Exception as exc:  # missing or damaged: say so here, the next %%agent fails with the hint
+            total = f"— {exc} "
+        return f"replay: replaying {cassette.path} ({cassette.position} {total}request(s) served)"
+
+
+def _resolve(model: str | None) -> Provider:
+    from ..agentlib.endpoints import default_model_id, provider_for
+
+    return provider_for(model or default_model_id())
+
+
+_switch: ReplaySwitch | None = None
+
+
+def replay_mode() -> ReplaySwitch:
+    """This kernel's switch, created from the environment on first use."""
+    global _switch
+    if _switch is None:
+        _switch = ReplaySwitch.from_env()
+    return _switch
+
+
+def wrap(model: str | Provider | None, notebook: Path | None) -> str | Provider | None:
+    """:meth:`ReplaySwitch.wrap` on this kernel's switch."""
+    return replay_mode().wrap(model, notebook)
+
+
+def command(args: list[str], *, notebook: Path | None = None) -> str:
+    """``%agent replay [record|replay|off] [PATH]``: set the mode, or with no arguments show it."""
+    switch = replay_mode()
+    if not args:
+        return switch.status(notebook)
+    if len(args) > 2 or args[0].lower() not in MODES:
+        raise _user_error(
+            f"Unexpected arguments: %agent replay {' '.join(args)}.",
+            f"Usage: {USAGE}.",
+        )
+    switch.set(args[0], args[1] if len(args) > 1 else None)
+    return switch.status(notebook)

@@ -1,0 +1,192 @@
+"""Record and replay in real kernels: a recorded ``%%agent`` cell replays in a new kernel that has
+no model at all, a changed prompt fails the cell with a diff, and ``pytest --nbval`` in strict
+mode passes offline from the cassette."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import Kernel, text_of
+from nbclient import NotebookClient
+
+from ipyagent.agentlib.errors import UserError
+from ipyagent.agentlib.providers.replay import ReplayModel
+from ipyagent.kernel.replay import ReplaySwitch, cassette_path
+
+SETUP = "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel, thinking, tool_call\nx = 3\n"
+SCRIPT = (
+    "m = ScriptedModel([[thinking('Look at x.'), tool_call('describe_variable', {'name': 'x'})], 'x is 3.'])"
+)
+CELL = "%%agent -o res\nWhat is x?"
+# What the run did, whichever way the cell displays it (text, or a widget whose repr varies).
+SUMMARY = (
+    "print(res.status, repr(res.text))\n"
+    "print([(c.name, c.arguments) for m in res.messages for c in m.tool_calls])\n"
+    "print([r.content for m in res.messages for r in m.tool_results])"
+)
+
+
+def run(kernel: Kernel, code: str) -> tuple[str | None, str]:
+    """The name of the error the cell raised (``None`` if it ran), and what it showed.
+
+    The error comes from the cell's outputs, not from ``Kernel.run``'s reply, which is the next
+    reply on the shell channel and not always this cell's."""
+    _, outputs = kernel.run(code)
+    errors = [o["ename"] for o in outputs if o["type"] == "error"]
+    return (errors[0] if errors else None), re.sub(r"0x[0-9a-f]+", "0x…", text_of(outputs))
+
+
+def run_ok(kernel: Kernel, code: str) -> str:
+    error, shown = run(kernel, code)
+    assert error is None, shown
+    return shown
+
+
+def run_agent(kernel: Kernel) -> tuple[str, str]:
+    """The ``%%agent`` cell's output, and a summary of its result."""
+    shown = run_ok(kernel, CELL)
+    return shown, run_ok(kernel, SUMMARY)
+
+
+def test_the_switch_reads_the_environment_and_defaults_beside_the_notebook(tmp_path: Path) -> None:
+    switch = ReplaySwitch.from_env(
+        {"IPYAGENT_REPLAY": "Replay", "IPYAGENT_CASSETTE": str(tmp_path / "c.jsonl")}
+    )
+    assert switch.mode == "replay" and switch.cassette_path(None) == tmp_path / "c.jsonl"
+    assert ReplaySwitch.from_env({}).mode == "off"
+    assert cassette_path(Path("/w/analysis.ipynb")) == Path("/w/analysis.cassette.jsonl")
+    assert cassette_path(None) == Path.cwd() / "ipyagent.cassette.jsonl"
+    with pytest.raises(UserError, match="IPYAGENT_REPLAY='sometimes' is not a replay mode"):
+        ReplaySwitch.from_env({"IPYAGENT_REPLAY": "sometimes"})
+
+
+def test_off_changes_nothing_and_replay_resolves_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a replay needs no key
+    notebook = tmp_path / "nb.ipynb"
+    switch = ReplaySwitch()
+    assert switch.wrap("openai/gpt-4.1", notebook) == "openai/gpt-4.1"
+    assert switch.wrap(None, notebook) is None
+    switch.set("replay")
+    model = switch.wrap("openai/gpt-4.1", notebook)
+    assert isinstance(model, ReplayModel) and model.model_id == "openai/gpt-4.1"
+    assert switch.wrap("openai/gpt-4.1", notebook) is model  # cells share one position
+    assert model.cassette.path == tmp_path / "nb.cassette.jsonl"
+    unnamed = switch.wrap(None, notebook)
+    assert isinstance(unnamed, ReplayModel)
+    with pytest.raises(UserError, match="No cassette at") as info:
+        _ = unnamed.model_id  # the recorded model's, read from the cassette
+    assert "record" in info.value.hint
+
+
+def test_a_recorded_cell_replays_in_a_kernel_with_no_model(jupyter_env: Path) -> None:
+    notebook = jupyter_env / "analysis.ipynb"
+    where = {"JPY_SESSION_NAME": str(notebook)}
+    recorder = Kernel(jupyter_env, env={**where, "IPYAGENT_REPLAY": "record"})
+    try:
+        run_ok(recorder, SETUP + SCRIPT)
+        run_ok(recorder, "%agent model m")
+        recorded = run_agent(recorder)
+        assert "completed 'x is 3.'" in recorded[1] and "describe_variable" in recorded[1]
+        assert "recording to" in run_ok(recorder, "%agent replay")
+    finally:
+        recorder.close()
+    assert (jupyter_env / "analysis.cassette.jsonl").exists()  # beside the notebook
+
+    player = Kernel(jupyter_env, env={**where, "IPYAGENT_REPLAY": "replay"})
+    try:
+        run_ok(player, "%load_ext ipyagent\nx = 3")  # no model, no key: only the cassette
+        assert run_agent(player) == recorded
+        status = run_ok(player, "%agent replay")
+        assert "analysis.cassette.jsonl (2 of 2 request(s) served)" in status
+
+        run_ok(player, "%agent replay replay")  # from the first request again, a new conversation
+        error, shown = run(player, "%%agent\nWhat is y?")
+        assert error == "AgentRunFailed"
+        assert "[replay_mismatch]" in shown
+        assert "-  text: What is x?\n+  text: What is y?" in shown
+        assert "record analysis.cassette.jsonl again" in shown  # the hint says how to re-record
+    finally:
+        player.close()
+
+
+def test_the_magic_records_and_replays_after_a_restart(kernel: Kernel, jupyter_env: Path) -> None:
+    assert "replay: off" in run_ok(kernel, "%load_ext ipyagent\n%agent replay")
+    cassette = jupyter_env / "ipyagent.cassette.jsonl"  # the kernel does not know its notebook
+    assert f"recording to {cassette}" in run_ok(kernel, "%agent replay record")
+    run_ok(kernel, SETUP + SCRIPT + "\n%agent model m")
+    recorded = run_agent(kernel)
+    assert "(2 request(s) recorded)" in run_ok(kernel, "%agent replay")
+
+    kernel.restart()
+    run_ok(kernel, "%load_ext ipyagent\nx = 3")
+    assert "replaying" in run_ok(kernel, "%agent replay replay")
+    assert run_agent(kernel) == recorded
+
+    error, shown = run(kernel, "%agent replay rewind")
+    assert error == "UserError" and "Usage: %agent replay" in shown
+
+
+def _plugin_args() -> list[str]:
+    registered = any(ep.value == "ipyagent.testing_plugin" for ep in entry_points(group="pytest11"))
+    return [] if registered else ["-p", "ipyagent.testing_plugin"]
+
+
+def _nbval(notebook: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest", "--nbval", str(notebook), "--ipyagent-replay=replay"]
+    command += [*_plugin_args(), "--nbval-kernel-name=ipyagent-test", "-p", "no:cacheprovider", "-q"]
+    return subprocess.run(command, cwd=notebook.parent, capture_output=True, text=True, timeout=300)
+
+
+QUIET = "%%agent --quiet -o res\nWhat is x?"
+SHOWN = "%%agent -o res\nWhat is x?"
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        QUIET,
+        SHOWN,
+    ],
+    ids=["quiet", "live-display"],
+)
+def test_nbval_strict_passes_offline_from_the_cassette(
+    jupyter_env: Path, monkeypatch: pytest.MonkeyPatch, cell: str
+) -> None:
+    notebook = jupyter_env / "demo.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(SETUP + SCRIPT + "\n%agent model m"),
+        nbformat.v4.new_code_cell(cell),
+        nbformat.v4.new_code_cell("print(res.text, len(res.messages))"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "ipyagent-test", "display_name": "test", "language": "python"}
+    # Record: execute it as `python -m ipyagent run` would, with recording on, and save the outputs.
+    monkeypatch.setenv("IPYAGENT_REPLAY", "record")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(notebook))
+    NotebookClient(
+        nb, kernel_name="ipyagent-test", resources={"metadata": {"path": str(jupyter_env)}}
+    ).execute()
+    nbformat.write(nb, notebook)
+    monkeypatch.delenv("IPYAGENT_REPLAY")
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    assert (jupyter_env / "demo.cassette.jsonl").exists()
+    assert nb.cells[2].outputs[0]["text"] == "x is 3. 4\n"  # the notebook really ran
+
+    result = _nbval(notebook)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
+
+    nb.cells[1].source = cell.replace("What is x?", "What is x, really?")
+    nbformat.write(nb, notebook)
+    result = _nbval(notebook)  # which also proves that the cassette, not the script, answered
+    assert result.returncode != 0
+    assert "replay_mismatch" in result.stdout
+    assert "+  text: What is x, really?" in result.stdout
