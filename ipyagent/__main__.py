@@ -1,0 +1,93 @@
+"""``python -m ipyagent``: run a notebook that uses the agent, headless, and show what it did.
+
+    python -m ipyagent run notebooks/01-quickstart.ipynb [--output executed.ipynb] [--timeout 900]
+
+Each cell runs in a fresh kernel of this Python (as "Run All" would); for every ``%%agent``
+cell the prompt and what the agent answered are printed. Exits non-zero if a cell fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "run_notebook"]
+
+
+def _outputs_text(cell: Any) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            parts.append(output.get("text", ""))
+        elif output.get("output_type") == "error":
+            parts.append("\n".join(output.get("traceback", [])) or f"{output['ename']}: {output['evalue']}")
+        elif "data" in output:
+            parts.append(str(output["data"].get("text/plain", "")))
+    return "\n".join(p.rstrip("\n") for p in parts if p.strip())
+
+
+def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900) -> int:
+    """Execute ``path``; print each %%agent cell's prompt and result. Returns a process exit code."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(str(path), as_version=4)
+    with tempfile.TemporaryDirectory() as tmp:
+        # A kernelspec for this very interpreter: the notebook runs with what is installed here.
+        spec = Path(tmp) / "kernels" / "ipyagent-run"
+        spec.mkdir(parents=True)
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        (spec / "kernel.json").write_text(
+            json.dumps({"argv": argv, "display_name": "ipyagent", "language": "python"})
+        )
+        os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, os.environ.get("JUPYTER_PATH", "")]).rstrip(
+            os.pathsep
+        )
+        os.environ.setdefault("JPY_SESSION_NAME", str(path.resolve()))
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="ipyagent-run",
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        failed = False
+        try:
+            client.execute()
+        except CellExecutionError as exc:
+            failed = True
+            print(f"A cell failed:\n{exc}", file=sys.stderr)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not cell.source.lstrip().startswith("%%agent"):
+            continue
+        header, _, prompt = cell.source.partition("\n")
+        print(f"\n━━ {header.strip()}\n{textwrap.indent(prompt.strip(), '  » ')}")
+        print(textwrap.indent(_outputs_text(cell) or "(no output)", "  "))
+    if output is not None:
+        nbformat.write(nb, str(output))
+        print(f"\nSaved the executed notebook to {output}")
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ipyagent", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="execute a notebook headless and print what each %%agent cell did")
+    run.add_argument("notebook", type=Path)
+    run.add_argument("--output", type=Path, default=None, help="save the executed notebook here")
+    run.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
+    args = parser.parse_args(argv)
+    if not args.notebook.exists():
+        parser.error(f"no notebook at {args.notebook}")
+    return run_notebook(args.notebook, output=args.output, timeout=args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
