@@ -1,0 +1,58 @@
+"""`python -m ipyagent run NOTEBOOK`: the main job's headless runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+
+def write(path: Path, cells: list[str]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, str(path))
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME", "IPYAGENT_REPLAY")}
+    return subprocess.run(
+        [sys.executable, "-m", "ipyagent", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_run_prints_each_agent_cell_and_saves_the_executed_notebook(tmp_path: Path) -> None:
+    notebook = tmp_path / "demo.ipynb"
+    write(
+        notebook,
+        [
+            "%load_ext ipyagent",
+            "from ipyagent.testing import ScriptedModel, tool_call\n"
+            "m = ScriptedModel([tool_call('list_variables'), 'There is one variable, m.'])",
+            "%%agent -m m --new\nWhat variables are there?",
+        ],
+    )
+    done = run(["run", str(notebook), "--output", str(tmp_path / "out.ipynb")], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "━━ %%agent -m m --new" in done.stdout
+    assert "» What variables are there?" in done.stdout
+    assert "There is one variable, m." in done.stdout
+    assert "→ list_variables() ✓" in done.stdout
+    executed = nbformat.read(str(tmp_path / "out.ipynb"), as_version=4)
+    assert all(cell.execution_count for cell in executed.cells)
+    assert (tmp_path / "demo.agent.jsonl").exists(), "the conversation is saved beside the notebook"
+
+
+def test_a_failing_cell_fails_the_command(tmp_path: Path) -> None:
+    notebook = tmp_path / "broken.ipynb"
+    write(notebook, ["%load_ext ipyagent", "%%agent -m nowhere/model\nhello"])
+    done = run(["run", str(notebook)], tmp_path)
+    assert done.returncode == 1
+    assert "Unknown endpoint" in done.stderr + done.stdout
