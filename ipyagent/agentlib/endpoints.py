@@ -183,8 +183,8 @@ _BUILTINS: dict[str, Endpoint] = {
         key_env="DEEPSEEK_API_KEY",
         thinking_param="none",
     ),
-    # "local" (llama-cpp-python on a GGUF file) is added by its own module through
-    # register_provider_kind("local", ...) and an Endpoint("local", "local").
+    # In-process llama-cpp-python on a GGUF file (the `local` extra): no URL, no key.
+    "local": Endpoint("local", "local", key_required=False),
 }
 
 _registered: dict[str, Endpoint] = {}
@@ -234,7 +234,18 @@ def _common(endpoint: Endpoint, model: str, client: httpx.AsyncClient | None) ->
     }
 
 
-_FACTORIES: dict[str, ProviderFactory] = {"openai": _openai, "anthropic": _anthropic, "ollama": _ollama}
+def _local(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None) -> Provider:
+    from .local_models import local_provider  # llama_cpp loads only when a local model is used
+
+    return local_provider(model)
+
+
+_FACTORIES: dict[str, ProviderFactory] = {
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "ollama": _ollama,
+    "local": _local,
+}
 
 
 def register_provider_kind(kind: EndpointKind, factory: ProviderFactory) -> None:

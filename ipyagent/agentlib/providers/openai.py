@@ -153,7 +153,8 @@ def _assistant(message: Message) -> dict[str, Any] | None:
     ]
     if not text and not calls:
         return None  # e.g. a reply interrupted before any text: an empty message is rejected
-    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    # "" rather than null for a message that only calls tools: llama.cpp's server rejects null.
+    out: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         out["tool_calls"] = calls
     return out

@@ -1,0 +1,121 @@
+"""Real peer: our OpenAI adapter against `python -m llama_cpp.server` on loopback, same GGUF.
+
+The server is llama-cpp-python's own OpenAI-compatible server, code we did not write. Two things
+about it shape the test: it streams OpenAI ``tool_calls`` only when the request forces a tool
+(``tool_choice`` naming one; with ``"auto"`` it refuses to stream), and our adapter sends no
+``tool_choice``. So the test's HTTP client forces the tool on the first request of the round
+trip; everything else — the streamed call, running the tool, sending the call and its result
+back, the answer — is the adapter and the agent as users get them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ipyagent import Agent, tool
+from ipyagent.agentlib.messages import Message
+from ipyagent.agentlib.providers.base import ModelRequest, ModelSettings, TextChunk, UsageReport
+from ipyagent.agentlib.providers.openai import OpenAIProvider
+
+
+@tool(read_only=True)
+def get_weather(city: str) -> str:
+    """Current weather in a city.
+
+    Args:
+        city: The city's name.
+    """
+    return f"{city}: 17°C, light rain"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(default_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pytest.importorskip("uvicorn", reason="llama-cpp-python[server] is not installed")
+    port = _free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    # A file, not a pipe: the server logs more at startup than a pipe holds, and would block.
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy())
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {log.read_text(errors='replace')[-2000:]}")
+            try:
+                if httpx.get(f"{base}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, f"llama_cpp.server did not start: {log.read_text()[-2000:]}"
+            time.sleep(0.3)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def test_streams_text_and_usage(server: str) -> None:
+    async with httpx.AsyncClient(timeout=300) as client:
+        provider = OpenAIProvider("default", base_url=server, endpoint="llamacpp", client=client, timeout=300)
+        request = ModelRequest(
+            model="default",
+            messages=[Message.user("Count from 1 to 5, separated by commas.")],
+            settings=ModelSettings(max_tokens=30, temperature=0.0),
+        )
+        events = [e async for e in provider.stream(request)]
+    text = "".join(e.text for e in events if isinstance(e, TextChunk))
+    assert len([e for e in events if isinstance(e, TextChunk)]) > 3  # it streamed, in pieces
+    assert "1" in text and "5" in text
+    assert events[-1].type == "end"
+    usage = [e for e in events if isinstance(e, UsageReport)]
+    assert not usage or usage[-1].usage.output_tokens > 0
+
+
+class _ForceFirstTool(httpx.AsyncHTTPTransport):
+    """Adds ``tool_choice`` naming the first tool to a request whose last message is the user's."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(await request.aread())
+        if body.get("tools") and body["messages"][-1]["role"] == "user":
+            name = body["tools"][0]["function"]["name"]
+            body["tool_choice"] = {"type": "function", "function": {"name": name}}
+            headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+            request = httpx.Request(request.method, request.url, headers=headers, json=body)
+        return await super().handle_async_request(request)
+
+
+async def test_tool_call_round_trip_through_the_agent(server: str) -> None:
+    async with httpx.AsyncClient(transport=_ForceFirstTool(), timeout=300) as client:
+        provider = OpenAIProvider("default", base_url=server, endpoint="llamacpp", client=client, timeout=300)
+        agent = Agent(model=provider, tools=[get_weather], max_turns=3, max_tokens=80, temperature=0.0)
+        result = await agent.run("What's the weather in Paris?")
+    assert result.status == "completed", (repr(result), result.error)
+    calls = [c for m in result.messages for c in m.tool_calls]
+    assert calls and calls[0].name == "get_weather"
+    assert calls[0].arguments is not None and "paris" in str(calls[0].arguments.get("city", "")).lower()
+    results = [r for m in result.messages for r in m.tool_results]
+    assert results and results[0].content.startswith("Paris: 17")
+    assert "17" in result.text

@@ -1,0 +1,166 @@
+"""The local provider on a tiny random-weight GGUF: loading, streaming, usage, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ipyagent import Agent
+from ipyagent.agentlib.errors import ContextOverflowError
+from ipyagent.agentlib.messages import Message
+from ipyagent.agentlib.providers.base import (
+    ModelRequest,
+    ModelSettings,
+    ProviderEvent,
+    ResponseEnd,
+    TextChunk,
+    ToolSpec,
+    UsageReport,
+)
+from ipyagent.agentlib.providers.local import LocalModel, _load, tool_grammar
+
+
+def request(text: str, *, max_tokens: int | None = 12, **kwargs: object) -> ModelRequest:
+    return ModelRequest(
+        model="tiny",
+        messages=[Message.user(text)],
+        settings=ModelSettings(max_tokens=max_tokens, temperature=0.0),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def collect(model: LocalModel, req: ModelRequest) -> list[ProviderEvent]:
+    return [event async for event in model.stream(req)]
+
+
+def workers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "ipyagent-local-model"]
+
+
+async def test_streams_text_usage_and_end(tiny_gguf: Path) -> None:
+    model = LocalModel(tiny_gguf, name="tiny", n_ctx=512)
+    assert model.model_id == "local/tiny" and model.context_limit == 512
+    events = await collect(model, request("Hello"))
+    texts = [e.text for e in events if isinstance(e, TextChunk)]
+    assert len(texts) > 1 and all(t.isprintable() for t in texts)
+    usage = next(e for e in events if isinstance(e, UsageReport))
+    assert usage.usage.output_tokens == 12 and usage.context_limit == 512
+    assert usage.usage.input_tokens + usage.usage.cache_read_tokens > 5
+    assert events[-1] == ResponseEnd(finish_reason="length")
+    # Greedy decoding on the same prompt gives the same text.
+    again = await collect(model, request("Hello"))
+    assert "".join(e.text for e in again if isinstance(e, TextChunk)) == "".join(texts)
+
+
+async def test_loads_once_per_file(tiny_gguf: Path) -> None:
+    first = LocalModel(tiny_gguf, n_ctx=512)
+    second = LocalModel(tiny_gguf, name="other", n_ctx=512)
+    assert first.load() is second.load()
+
+
+async def test_the_shared_prompt_prefix_is_reused(tiny_gguf: Path) -> None:
+    model = LocalModel(tiny_gguf, n_ctx=512)
+    history = [Message.user("A first question that is long enough to matter."), Message.user("more")]
+    await collect(
+        model, ModelRequest(model="tiny", messages=history[:1], settings=ModelSettings(max_tokens=2))
+    )
+    events = await collect(
+        model, ModelRequest(model="tiny", messages=history, settings=ModelSettings(max_tokens=2))
+    )
+    usage = next(e for e in events if isinstance(e, UsageReport)).usage
+    assert usage.cache_read_tokens > 10
+
+
+async def test_cancelling_stops_generation_and_frees_the_model(tiny_gguf: Path) -> None:
+    model = LocalModel(tiny_gguf, n_ctx=2048)
+    seen: list[str] = []
+    streaming = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in model.stream(request("Go on forever", max_tokens=None)):
+            if isinstance(event, TextChunk):
+                seen.append(event.text)
+                if len(seen) == 5:
+                    streaming.set()
+
+    task = asyncio.create_task(consume())
+    await streaming.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    cancelled_at = time.perf_counter()
+    loaded = _load(tiny_gguf, 2048, None)
+    assert await asyncio.to_thread(loaded.lock.acquire, timeout=2.0)
+    loaded.lock.release()
+    assert time.perf_counter() - cancelled_at < 1.0
+    for thread in workers():
+        thread.join(timeout=2.0)
+    assert not workers()
+    assert len(seen) < 1000  # it stopped long before the context window ran out
+    # The model works again right away.
+    events = await collect(model, request("Again", max_tokens=3))
+    assert next(e for e in events if isinstance(e, UsageReport)).usage.output_tokens == 3
+
+
+async def test_closing_the_stream_early_stops_the_worker(tiny_gguf: Path) -> None:
+    model = LocalModel(tiny_gguf, n_ctx=2048)
+    stream = model.stream(request("Go", max_tokens=None))
+    async for event in stream:
+        if isinstance(event, TextChunk):
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    for thread in workers():
+        thread.join(timeout=2.0)
+    assert not workers()
+
+
+async def test_a_prompt_larger_than_the_window_is_a_context_overflow(tiny_gguf: Path) -> None:
+    model = LocalModel(tiny_gguf, n_ctx=64)
+    with pytest.raises(ContextOverflowError, match="context window"):
+        await collect(model, request("x" * 500))
+
+
+async def test_an_agent_runs_on_it(tiny_gguf: Path) -> None:
+    agent = Agent(model=LocalModel(tiny_gguf, n_ctx=2048), max_tokens=8, temperature=0.0)
+    result = await agent.run("hi")
+    assert result.status == "completed", repr(result)
+    assert result.text and result.usage.output_tokens == 8
+
+
+async def test_with_tools_the_reply_is_a_valid_call_or_text(tiny_gguf: Path) -> None:
+    weather = ToolSpec(
+        name="get_weather",
+        description="Weather.",
+        parameters={
+            "type": "object",
+            "properties": {"city": {"type": "string", "maxLength": 5}, "units": {"enum": ["C", "F"]}},
+            "required": ["city", "units"],
+        },
+    )
+    model = LocalModel(tiny_gguf, n_ctx=1024, seed=1)
+    for _ in range(3):
+        events = await collect(model, request("weather?", max_tokens=40, tools=[weather]))
+        text = "".join(e.text for e in events if isinstance(e, TextChunk))
+        assert not text.startswith("<")  # the grammar: a reply opening with "<" is a tool call
+
+
+def test_the_tool_grammar_compiles() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    tools = [
+        ToolSpec(name="no_args", description="", parameters={"type": "object", "properties": {}}),
+        ToolSpec(
+            name="nested",
+            description="",
+            parameters={
+                "type": "object",
+                "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+                "required": ["items"],
+                "$defs": {"Item": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+            },
+        ),
+    ]
+    llama_cpp.LlamaGrammar.from_string(tool_grammar(tools), verbose=False)
