@@ -20,9 +20,10 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
@@ -38,6 +39,7 @@ from ..errors import (
     TransportError,
     UserError,
 )
+from .base import ProviderEvent, coalesce
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -372,6 +374,25 @@ async def stream_bytes(
             await http.aclose()
 
 
+Item = TypeVar("Item")
+Item_co = TypeVar("Item_co", covariant=True)
+Item_contra = TypeVar("Item_contra", contravariant=True)
+
+
+class Decoder(Protocol, Generic[Item_co]):
+    """Bytes in, framed items (SSE events, NDJSON lines) out — see :mod:`._sse`."""
+
+    def feed(self, data: bytes) -> Iterable[Item_co]: ...
+    def close(self) -> Iterable[Item_co]: ...
+
+
+class Parser(Protocol, Generic[Item_contra]):
+    """Framed items in, provider events out: one per wire format."""
+
+    def feed(self, item: Item_contra) -> list[ProviderEvent]: ...
+    def finish(self) -> list[ProviderEvent]: ...
+
+
 class HTTPProvider:
     """What the three HTTP adapters share: identity, credentials, headers, client and timeout.
 
@@ -434,6 +455,25 @@ class HTTPProvider:
             connect_hint=self.connect_hint,
             secret=self._secret,
         )
+
+    async def _events(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str],
+        model: str,
+        decoder: Decoder[Item],
+        parser: Parser[Item],
+    ) -> AsyncIterator[ProviderEvent]:
+        """POST ``body``, decode and parse the streamed reply: what one network read brought in
+        comes out as one batch, coalesced per block."""
+        # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
+        async with aclosing(self._stream_bytes(path, body, headers, model)) as chunks:
+            async for data in chunks:
+                for event in coalesce([out for item in decoder.feed(data) for out in parser.feed(item)]):
+                    yield event
+        for event in [out for item in decoder.close() for out in parser.feed(item)] + parser.finish():
+            yield event
 
     def _stream_bytes(
         self, path: str, body: Mapping[str, Any], headers: Mapping[str, str], model: str

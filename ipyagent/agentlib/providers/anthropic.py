@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
 from ..errors import ProtocolError, UserError
@@ -36,7 +35,6 @@ from .base import (
     ThinkingLevel,
     ToolCallChunk,
     UsageReport,
-    coalesce,
 )
 
 __all__ = ["AnthropicProvider", "AnthropicStreamParser", "build_request", "thinking_budget"]
@@ -330,13 +328,5 @@ class AnthropicProvider(HTTPProvider):
             headers["x-api-key"] = self._secret.reveal()
         parser = AnthropicStreamParser(self._error_context(model), context_limit=self.context_limit)
         decoder = SSEDecoder()
-        # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
-        async with aclosing(self._stream_bytes("/v1/messages", body, headers, model)) as chunks:
-            async for data in chunks:
-                for out in coalesce([out for event in decoder.feed(data) for out in parser.feed(event)]):
-                    yield out
-        for event in decoder.close():
-            for out in parser.feed(event):
-                yield out
-        for out in parser.finish():
-            yield out
+        async for event in self._events("/v1/messages", body, headers, model, decoder, parser):
+            yield event

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
 from ..errors import ProtocolError
@@ -36,7 +35,6 @@ from .base import (
     ThinkingChunk,
     ToolCallChunk,
     UsageReport,
-    coalesce,
 )
 
 __all__ = ["OllamaProvider", "OllamaStreamParser", "build_request"]
@@ -275,13 +273,5 @@ class OllamaProvider(HTTPProvider):
             self._error_context(model), context_limit=self.context_limit, think_tags=self.think_tags
         )
         decoder = NDJSONDecoder()
-        # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
-        async with aclosing(self._stream_bytes("/api/chat", body, headers, model)) as chunks:
-            async for data in chunks:
-                for out in coalesce([out for line in decoder.feed(data) for out in parser.feed(line)]):
-                    yield out
-        for line in decoder.close():
-            for out in parser.feed(line):
-                yield out
-        for out in parser.finish():
-            yield out
+        async for event in self._events("/api/chat", body, headers, model, decoder, parser):
+            yield event

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,7 +31,6 @@ from .base import (
     ThinkingChunk,
     ToolCallChunk,
     UsageReport,
-    coalesce,
 )
 
 __all__ = ["OpenAIDialect", "OpenAIProvider", "OpenAIStreamParser", "build_request"]
@@ -353,13 +351,5 @@ class OpenAIProvider(HTTPProvider):
             self._error_context(model), dialect=self.dialect, context_limit=self.context_limit
         )
         decoder = SSEDecoder()
-        # Closed explicitly: on a parse error the connection must not wait for the garbage collector.
-        async with aclosing(self._stream_bytes("/chat/completions", body, headers, model)) as chunks:
-            async for data in chunks:
-                for out in coalesce([out for event in decoder.feed(data) for out in parser.feed(event)]):
-                    yield out
-        for event in decoder.close():
-            for out in parser.feed(event):
-                yield out
-        for out in parser.finish():
-            yield out
+        async for event in self._events("/chat/completions", body, headers, model, decoder, parser):
+            yield event
