@@ -126,8 +126,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[Any]:
+    # Per test, not per session: Playwright's sync API runs an event loop in the main thread while
+    # it is started, and the async tests that run after these would find it "already running".
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
         instance = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
