@@ -139,7 +139,7 @@ class AgentMagics(Magics):
             raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
         agent = self._agent(args.session, new=args.new)
         self._configure(agent, args)
-        with pump_comm_messages() as poll:
+        with pump_comm_messages(self.shell) as poll:
             renderer = self._renderer(agent, args.quiet, poll)
             result, interrupted = run_blocking(
                 agent, prompt, renderer=renderer, loop=self.state.loop, main=self.state.main, poll=poll

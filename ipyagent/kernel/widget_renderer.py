@@ -84,11 +84,15 @@ class WidgetRenderer:
 
 
 @contextlib.contextmanager
-def pump_comm_messages() -> Iterator[Callable[[], None] | None]:
+def pump_comm_messages(shell: object) -> Iterator[Callable[[], None] | None]:
     """On ipykernel 6, a function that processes the kernel's pending messages (widget clicks)
-    while the main thread waits; ``None`` where that is not needed or not possible."""
+    while the main thread waits; ``None`` where that is not needed or not possible (ipykernel 7,
+    or no kernel at all: terminal IPython)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    if getattr(shell, "kernel", None) is None:
+        yield None
+        return
     try:
         major = int(version("ipykernel").split(".")[0])
     except (PackageNotFoundError, ValueError):
