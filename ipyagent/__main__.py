@@ -28,7 +28,7 @@ def _outputs_text(cell: Any) -> str:
             parts.append(output.get("text", ""))
         elif output.get("output_type") == "error":
             parts.append("\n".join(output.get("traceback", [])) or f"{output['ename']}: {output['evalue']}")
-        elif "data" in output:
+        elif "data" in output and "application/vnd.jupyter.widget-view+json" not in output["data"]:
             parts.append(str(output["data"].get("text/plain", "")))
     return "\n".join(p.rstrip("\n") for p in parts if p.strip())
 

@@ -173,10 +173,17 @@ class AgentMagics(Magics):
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run
         self.state.say_once(f"model:{model_id}", f"ipyagent: using {model_id} (change with %agent model ID)")
 
-    def _resolve_model(self, requested: str | None) -> str | Provider | None:
+    def _resolve_model(self, requested: str | None, *, default: bool = True) -> str | Provider | None:
         from ..agentlib.providers.base import Provider
 
         value = requested or self.state.model or self.model or os.environ.get("IPYAGENT_MODEL")
+        if value is None and default:
+            from .replay import replay_mode
+
+            if not replay_mode().active:  # a replay names its recorded model itself
+                from ..agentlib.endpoints import default_model_id
+
+                value = default_model_id()  # said once by _configure: "using <model>"
         if isinstance(value, str) and self.shell is not None and value.isidentifier():
             candidate = self.shell.user_ns.get(value)
             if isinstance(candidate, Provider):  # `-m my_scripted_model`: a Provider object
@@ -283,7 +290,7 @@ class AgentMagics(Magics):
             self.state.model = model
             for agent in self.state.agents.values():
                 agent.model = model
-        current = self._resolve_model(None)
+        current = self._resolve_model(None, default=False)
         name = current.model_id if isinstance(current, Provider) else current
         print(f"model: {name or '(default)'}")
 
