@@ -210,7 +210,8 @@ class AgentMagics(Magics):
                     f"conversations are saved in {path.parent}",
                 )
             agent = Agent(
-                model=self._resolve_model(None),
+                # The model is settled by _configure (-m, %agent model, config, or the default).
+                model=self._resolve_model(None, default=False),
                 session=None if replaying else path,
                 notebook=str(notebook) if notebook else None,
                 workspace=self.state.workspace,
