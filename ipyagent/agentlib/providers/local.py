@@ -639,13 +639,19 @@ class _Job:
         grammar = _LazyGrammar(vocab, n_vocab, self.grammar) if self.grammar else None
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         generated = 0
-        opener = llm.tokenize(b"<tool_call>", add_bos=False, special=True)
+        # Models write the opener as the special token or as plain text ("<" + "tool_call>"; the
+        # Qwen2.5-Coder GGUFs prefer the text): nudge both first tokens.
+        openers = {
+            *llm.tokenize(b"<tool_call>", add_bos=False, special=True)[:1],
+            *llm.tokenize(b"<", add_bos=False, special=False)[:1],
+        }
         try:
             while not self.stop.is_set():
                 logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
-                if generated == 0 and self.call_bias and len(opener) == 1:
+                if generated == 0 and self.call_bias:
                     logits = logits.copy()
-                    logits[opener[0]] += self.call_bias
+                    for opener in openers:
+                        logits[opener] += self.call_bias
                 token = sampler.sample(logits)
                 if grammar is not None and not grammar.allows(token):
                     token = sampler.sample(grammar.mask(logits))
