@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from .project_context import ProjectContext
 from .providers.base import ToolSpec
 
-__all__ = ["IDENTITY", "build_system_prompt", "default_system_prompt"]
+__all__ = ["IDENTITY", "build_system_prompt"]
 
 IDENTITY = (
     "You are ipyagent, an assistant working inside the user's Python environment. "
@@ -71,11 +71,6 @@ def build_system_prompt(
             section.append("Notes: " + " ".join(project.notes))
         parts.append("\n\n".join(section))
     return "\n\n".join(parts)
-
-
-def default_system_prompt(tools: Sequence[ToolSpec], *, today: dt.date | None = None) -> str:
-    """The prompt without workspace or project context (kept for callers of the first version)."""
-    return build_system_prompt(tools, today=today)
 
 
 def _name(spec: ToolSpec) -> str:

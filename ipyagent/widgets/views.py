@@ -85,9 +85,7 @@ class AgentView(anywidget.AnyWidget):
         ]
 
     def _on_permission(self, event: PermissionRequired) -> None:
-        self._unless_live(
-            lambda: self._deny(event.call_id),
-        )
+        self._unless_live(lambda: self._deny(event.call_id))
 
     def _on_question(self, event: AskUserRequired) -> None:
         self._unless_live(lambda: self.agent.answer(event.question_id, None) if self.agent else None)
