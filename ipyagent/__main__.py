@@ -1,9 +1,13 @@
 """``python -m ipyagent``: run a notebook that uses the agent, headless, and show what it did.
 
     python -m ipyagent run notebooks/01-quickstart.ipynb [--output executed.ipynb] [--timeout 900]
+    python -m ipyagent run analysis.ipynb --record     # record its cassette, save it executed
 
 Each cell runs in a fresh kernel of this Python (as "Run All" would); for every ``%%agent``
 cell the prompt and what the agent answered are printed. Exits non-zero if a cell fails.
+``--record`` records every model request to the notebook's cassette (``analysis.cassette.jsonl``)
+and saves the notebook with its outputs, so that ``pytest --nbval --ipyagent-replay=replay``
+checks it offline; see docs/regression-testing.md.
 """
 
 from __future__ import annotations
@@ -33,13 +37,18 @@ def _outputs_text(cell: Any) -> str:
     return "\n".join(p.rstrip("\n") for p in parts if p.strip())
 
 
-def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900) -> int:
-    """Execute ``path``; print each %%agent cell's prompt and result. Returns a process exit code."""
+def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, record: bool = False) -> int:
+    """Execute ``path``; print each %%agent cell's prompt and result. Returns a process exit code.
+
+    With ``record``, the kernel records its model requests to the notebook's cassette, and the
+    notebook is saved (to ``output``, else in place) only if every cell ran."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(str(path), as_version=4)
+    cassette = _recorded_cassette(path) if record else None
+    kept = cassette.read_bytes() if cassette is not None and cassette.exists() else None
     with tempfile.TemporaryDirectory() as tmp:
         # A kernelspec for this very interpreter: the notebook runs with what is installed here.
         spec = Path(tmp) / "kernels" / "ipyagent-run"
@@ -52,6 +61,8 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900) 
             os.pathsep
         )
         os.environ.setdefault("JPY_SESSION_NAME", str(path.resolve()))
+        if record:
+            os.environ["IPYAGENT_REPLAY"] = "record"
         client = NotebookClient(
             nb,
             timeout=timeout,
@@ -70,10 +81,26 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900) 
         header, _, prompt = cell.source.partition("\n")
         print(f"\n━━ {header.strip()}\n{textwrap.indent(prompt.strip(), '  » ')}")
         print(textwrap.indent(_outputs_text(cell) or "(no output)", "  "))
-    if output is not None:
-        nbformat.write(nb, str(output))
-        print(f"\nSaved the executed notebook to {output}")
+    if cassette is not None and failed:  # the notebook and its cassette stay a matching pair
+        if kept is None:
+            cassette.unlink(missing_ok=True)
+        else:
+            cassette.write_bytes(kept)
+        print(
+            f"\nNot saved: a cell failed, so {path.name} and {cassette.name} stay as they were.",
+            file=sys.stderr,
+        )
+    elif output is not None or record:
+        target = output or path
+        nbformat.write(nb, str(target))
+        print(f"\nSaved the executed notebook to {target}")
     return 1 if failed else 0
+
+
+def _recorded_cassette(notebook: Path) -> Path:
+    from .kernel.replay import ReplaySwitch
+
+    return ReplaySwitch.from_env(os.environ).cassette_path(notebook.resolve())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,10 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("notebook", type=Path)
     run.add_argument("--output", type=Path, default=None, help="save the executed notebook here")
     run.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
+    run.add_argument(
+        "--record",
+        action="store_true",
+        help="record the model to the notebook's cassette and save the notebook executed (in place "
+        "unless --output is given)",
+    )
     args = parser.parse_args(argv)
     if not args.notebook.exists():
         parser.error(f"no notebook at {args.notebook}")
-    return run_notebook(args.notebook, output=args.output, timeout=args.timeout)
+    return run_notebook(args.notebook, output=args.output, timeout=args.timeout, record=args.record)
 
 
 if __name__ == "__main__":

@@ -56,3 +56,25 @@ def test_a_failing_cell_fails_the_command(tmp_path: Path) -> None:
     done = run(["run", str(notebook)], tmp_path)
     assert done.returncode == 1
     assert "Unknown endpoint" in done.stderr + done.stdout
+
+
+def test_record_saves_the_notebook_with_its_cassette_and_keeps_both_when_a_cell_fails(
+    tmp_path: Path,
+) -> None:
+    notebook = tmp_path / "demo.ipynb"
+    setup = "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel\nm = ScriptedModel(['Hi there.'])"
+    write(notebook, [setup, "%%agent -m m --quiet -o r\nSay hi.", "print(r.text)"])
+    done = run(["run", str(notebook), "--record"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    executed = nbformat.read(str(notebook), as_version=4)  # saved in place, with its outputs
+    assert executed.cells[2].outputs[0]["text"] == "Hi there.\n"
+    cassette = tmp_path / "demo.cassette.jsonl"
+    recorded = cassette.read_text()
+    assert '"Say hi."' in recorded and '"Hi t"' in recorded, recorded[-900:]
+
+    write(notebook, [setup, "%%agent -m m --quiet -o r\nSay hello.", "1 / 0"])
+    done = run(["run", str(notebook), "--record"], tmp_path)
+    assert done.returncode == 1
+    assert "stay as they were" in done.stderr
+    assert cassette.read_text() == recorded
+    assert not nbformat.read(str(notebook), as_version=4).cells[2].outputs

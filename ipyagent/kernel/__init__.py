@@ -3,4 +3,28 @@ tools that act on the kernel's namespace, the notebook and the workspace's files
 
 Imported only when IPython loads the extension (``%load_ext ipyagent``); ``import ipyagent``
 never imports this package.
+
+``hooks`` are the hooks of every ``%%agent`` conversation in the kernel::
+
+    from ipyagent import BlockToolCall
+    from ipyagent.kernel import hooks
+
+    @hooks.before_tool_call
+    def no_big_orders(call):
+        if call.name == "place_order" and call.arguments["quantity"] > 10:
+            raise BlockToolCall("Orders above 10 need a manager's approval.")
 """
+
+from typing import Any
+
+__all__ = ["hooks"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``from ipyagent.kernel import hooks``: built on first use, so that loading the extension
+    # does not load the agent core.
+    if name == "hooks":
+        from .state import kernel_hooks
+
+        return kernel_hooks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from .interpolate import interpolate
 from .notebook_path import session_file
 from .runner import run_blocking
-from .state import KernelState
+from .state import KernelState, kernel_hooks
 from .tools import GROUPS, kernel_tools
 from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_available
 
@@ -48,7 +48,8 @@ HELP = """\
   --new                    start a fresh conversation
   -y/--yes                 run tools that change things without asking
   --read-only              refuse every tool that changes something
-  --tools GROUPS           tool groups: python,notebook,files (default: all)
+  --tools LIST             tool groups python,notebook,files (default: all) and your own
+                           functions by name, e.g. --tools python,lookup_price
   --max-turns N            model calls allowed in this run
   --thinking LEVEL         none | low | medium | high
   -o/--output VAR          store the result object (text, messages, usage, status) in VAR
@@ -114,7 +115,9 @@ class AgentMagics(Magics):
     @argument("--new", action="store_true", help="Start a fresh conversation.")
     @argument("-y", "--yes", action="store_true", help="Run tools that change things without asking.")
     @argument("--read-only", action="store_true", help="Refuse every tool that changes something.")
-    @argument("--tools", default=None, help="Comma-separated tool groups: python,notebook,files.")
+    @argument(
+        "--tools", default=None, help="Tool groups (python,notebook,files) and your own functions' names."
+    )
     @argument("--max-turns", type=int, default=None, help="Model calls allowed in this run.")
     @argument("--thinking", default=None, choices=["none", "low", "medium", "high"], help="Reasoning effort.")
     @argument("-o", "--output", default=None, help="Store the result object in this variable.")
@@ -168,6 +171,7 @@ class AgentMagics(Magics):
             workspace=self.state.workspace,
             notebook=self.state.notebook,
             history=self.state.history,
+            namespace=self.shell.user_ns if self.shell is not None else None,
         ):
             agent.add_tool(t)
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run
@@ -215,6 +219,7 @@ class AgentMagics(Magics):
                 session=None if replaying else path,
                 notebook=str(notebook) if notebook else None,
                 workspace=self.state.workspace,
+                hooks=kernel_hooks(),
             )
             self.state.agents[name] = agent
         if new:
@@ -264,7 +269,7 @@ class AgentMagics(Magics):
 
         agent = self._agent(None, new=False)
         self._configure(agent, parse_argstring(self.agent, " ".join(rest)))
-        return ChatWidget(agent, loop=self.state.loop)
+        return ChatWidget(agent, loop=self.state.loop, wait_for=self.state.main.serve_until)
 
     def _cmd_replay(self, rest: list[str]) -> None:
         from .replay import command

@@ -83,6 +83,27 @@ class MainThread:
     def attach(self, inbox: queue.Queue[Any] | None) -> None:
         self._inbox = inbox
 
+    def serve_until(self, future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
+        """Wait on the main thread for ``future``, running the jobs sent here meanwhile."""
+        inbox: queue.Queue[Any] = queue.Queue()
+        future.add_done_callback(lambda _: inbox.put(_DONE))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.attach(inbox)
+        try:
+            while not future.done():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"The run did not end within {timeout} s; it goes on.")
+                try:
+                    item = inbox.get(timeout=0.05 if left is None else min(0.05, left))
+                except queue.Empty:
+                    continue
+                if isinstance(item, _Job):
+                    _run_job(item)
+        finally:
+            self.attach(None)
+        return future.result()
+
 
 _DONE = object()
 

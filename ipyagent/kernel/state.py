@@ -14,9 +14,21 @@ from .runner import MainThread
 if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.agent import Agent
     from ..agentlib.background import BackgroundLoop
+    from ..agentlib.hooks import Hooks
     from ..agentlib.providers.base import Provider
 
-__all__ = ["KernelState"]
+__all__ = ["KernelState", "kernel_hooks"]
+
+_hooks: list[Hooks] = []
+
+
+def kernel_hooks() -> Hooks:
+    """The hooks of every ``%%agent`` conversation in this kernel (``ipyagent.kernel.hooks``)."""
+    if not _hooks:
+        from ..agentlib.hooks import Hooks
+
+        _hooks.append(Hooks())
+    return _hooks[0]
 
 
 @dataclass

@@ -4,7 +4,8 @@
     ChatWidget(agent)            # or `%agent chat` in a kernel with the extension loaded
 
 Runs start from the widget's Send button while the kernel is idle, so they run on the core's
-background loop, and the view's patches are flushed from there on a timer.
+background loop, and the view's patches are flushed from there on a timer. From code,
+``chat.submit(text)`` starts one the same way and ``chat.wait()`` blocks until it ends.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .views import STATIC, AgentView
 
 if TYPE_CHECKING:
     import concurrent.futures
+    from collections.abc import Callable
 
     from ..agentlib.agent import Agent
     from ..agentlib.background import BackgroundLoop
@@ -39,6 +41,7 @@ class ChatWidget(AgentView):
         *,
         models: list[str] | None = None,
         loop: BackgroundLoop | None = None,
+        wait_for: Callable[[concurrent.futures.Future[Any], float | None], Any] | None = None,
         **kwargs: Any,
     ) -> None:
         from ..agentlib.agent import Agent
@@ -50,6 +53,9 @@ class ChatWidget(AgentView):
         self.models = models or _suggested_models(agent)
         self._loop = loop or shared_loop()
         self._last_prompt: str | None = None
+        # How to block for a run: in a kernel, while serving the jobs its tools send to the main
+        # thread (which a plain ``future.result()`` would deadlock).
+        self._wait_for = wait_for
         self.future: concurrent.futures.Future[RunResult | None] | None = None
         self._handles = [*self.watch(agent), agent.on("*", self.feed)]
         with self.lock:
@@ -75,6 +81,23 @@ class ChatWidget(AgentView):
             return
         self._last_prompt = text
         self.future = self._loop.submit(self._run(text))
+
+    def wait(self, timeout: float | None = None) -> RunResult | None:
+        """Block until the run in flight ends, and return its result (None if it could not start).
+
+        Raises ``TimeoutError`` when ``timeout`` seconds pass first; the run goes on. An interrupt
+        (Ctrl-C / ■) stops the run."""
+        future = self.future
+        if future is None:
+            return None
+        try:
+            if self._wait_for is not None:
+                result: RunResult | None = self._wait_for(future, timeout)
+                return result
+            return future.result(timeout)
+        except KeyboardInterrupt:
+            self.agent.cancel()
+            raise
 
     async def _run(self, text: str) -> RunResult | None:
         from ..agentlib.errors import AgentError

@@ -156,3 +156,67 @@ def test_line_commands(kernel: Kernel) -> None:
     assert "hello" not in text_of(outputs)
     _, outputs = kernel.run("%agent help")
     assert "%%agent [options]" in text_of(outputs)
+
+
+OWN_TOOLS = '''
+from ipyagent import tool, BlockToolCall
+from ipyagent.kernel import hooks
+
+@tool(read_only=True)
+def lookup_price(product: str) -> float:
+    """The unit price of a product."""
+    return 2.5
+
+orders = []
+
+def place_order(product: str, quantity: int) -> str:
+    """Order some units of a product."""
+    orders.append((product, quantity))
+    return f"ordered {quantity} {product}"
+
+@hooks.before_tool_call
+def no_big_orders(call):
+    if call.name == "place_order" and call.arguments["quantity"] > 10:
+        raise BlockToolCall("Orders above 10 need a manager's approval.")
+'''
+
+
+def test_the_users_own_tools_and_the_kernels_hooks(kernel: Kernel) -> None:
+    kernel.run(SETUP + OWN_TOOLS)
+    kernel.run(
+        "m = ScriptedModel([[tool_call('lookup_price', {'product': 'widget'})], 'It costs 2.5.',"
+        " [tool_call('place_order', {'product': 'widget', 'quantity': 3})], 'Ordered.',"
+        " [tool_call('place_order', {'product': 'widget', 'quantity': 50})], 'Blocked.'])"
+    )
+    # A read-only tool of the user's runs without asking; the groups not named are not offered.
+    reply, outputs = kernel.run("%%agent -m m --tools lookup_price,place_order -o r\nPrice of a widget?")
+    assert reply["status"] == "ok", reply
+    assert '→ lookup_price(product="widget") ✓' in text_of(outputs)
+    _, outputs = kernel.run("print(sorted(t.name for t in m.requests[0].tools))")
+    assert text_of(outputs).strip() == "['lookup_price', 'place_order']"
+
+    reply, outputs = kernel.run("%%agent -y -m m --tools python,place_order\nOrder 3 widgets.")
+    assert reply["status"] == "ok", reply
+    reply, outputs = kernel.run("%%agent -y -m m --tools python,place_order\nOrder 50 widgets.")
+    assert "Orders above 10 need a manager's approval." in text_of(outputs)
+    _, outputs = kernel.run("print(orders, [t.name for t in m.requests[2].tools][-1])")
+    assert text_of(outputs).strip() == "[('widget', 3)] place_order"
+
+    reply, outputs = kernel.run("%%agent -m m --tools python,nonesuch\nHello")
+    assert reply["status"] == "error"
+    assert "Unknown tool group or tool: nonesuch" in text_of(outputs)
+
+
+def test_a_chat_driven_from_code_waits_while_its_tools_use_the_main_thread(kernel: Kernel) -> None:
+    kernel.run(
+        SETUP + "m = ScriptedModel([[tool_call('run_python', {'code': 'import threading\\n"
+        "on_main = threading.current_thread() is threading.main_thread()'})], 'Done.'])"
+    )
+    reply, outputs = kernel.run("chat = %agent chat -y -m m\nchat.submit('Check the thread.')")
+    assert reply["status"] == "ok", text_of(outputs)
+    # run_python needs the kernel's main thread, which this cell occupies: wait() serves it.
+    reply, outputs = kernel.run("r = chat.wait(timeout=60)\nprint(r.status, repr(r.text), on_main)")
+    assert reply["status"] == "ok", text_of(outputs)
+    assert text_of(outputs).strip() == "completed 'Done.' True"
+    _, outputs = kernel.run("print(chat.wait() is r, len(chat.agent.messages))")
+    assert text_of(outputs).strip() == "True 4"

@@ -1,12 +1,13 @@
 """Tools on the live kernel, the notebook document and the workspace's files.
 
 Each module builds its tools for one shell and one workspace; :func:`kernel_tools` assembles the
-groups a ``%%agent`` run asks for.
+groups a ``%%agent`` run asks for, and the user's own tools named beside them
+(``--tools python,lookup_price``: a ``@tool`` or a plain function from the namespace).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,16 +29,9 @@ def kernel_tools(
     workspace: Path,
     notebook: Path | None,
     history: History | None = None,
+    namespace: Mapping[str, Any] | None = None,
 ) -> list[Tool]:
-    from ...agentlib.errors import UserError
-
-    unknown = sorted(set(groups) - set(GROUPS))
-    if unknown:
-        raise UserError(
-            f"Unknown tool group(s): {', '.join(unknown)}.",
-            hint=f"Choose from: {', '.join(GROUPS)} (comma-separated), e.g. --tools python,files.",
-            code="unknown_tool_group",
-        )
+    own = _namespace_tools([g for g in groups if g not in GROUPS], namespace or {})
     tools: list[Tool] = []
     if "python" in groups:
         from .python import python_tools
@@ -51,4 +45,20 @@ def kernel_tools(
         from .files import file_tools
 
         tools += file_tools(workspace)
-    return tools
+    return tools + own
+
+
+def _namespace_tools(names: Sequence[str], namespace: Mapping[str, Any]) -> list[Tool]:
+    from ...agentlib.errors import UserError
+    from ...agentlib.tools import Tool, as_tool
+
+    unknown = [name for name in names if not isinstance(namespace.get(name), Tool | Callable)]
+    if unknown:
+        raise UserError(
+            f"Unknown tool group or tool: {', '.join(unknown)}.",
+            hint=f"Name tool groups ({', '.join(GROUPS)}) or functions defined in this notebook, "
+            "comma-separated, e.g. --tools python,lookup_price. Decorate a function with "
+            "@tool(read_only=True) when it changes nothing, so it runs without asking.",
+            code="unknown_tool_group",
+        )
+    return [as_tool(namespace[name]) for name in names]
