@@ -60,7 +60,8 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, 
         os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, os.environ.get("JUPYTER_PATH", "")]).rstrip(
             os.pathsep
         )
-        os.environ.setdefault("JPY_SESSION_NAME", str(path.resolve()))
+        # Always this notebook: run from another notebook's kernel, the variable names that one.
+        os.environ["JPY_SESSION_NAME"] = str(path.resolve())
         if record:
             os.environ["IPYAGENT_REPLAY"] = "record"
         client = NotebookClient(

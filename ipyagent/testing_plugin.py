@@ -73,12 +73,18 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     # nbval starts a notebook's kernel while setting up its first cell: tell that kernel its
     # notebook, then restore the environment for whatever runs next in this process.
+    # Set even when the variable is already there: pytest run from a notebook's kernel inherits
+    # that notebook's name, which is not the one under test.
     path = getattr(item, "path", None)
     replaying = os.environ.get(ENV_MODE, "off").strip().lower() not in ("", "off")
-    if path is None or path.suffix != ".ipynb" or not replaying or os.environ.get("JPY_SESSION_NAME"):
+    if path is None or path.suffix != ".ipynb" or not replaying:
         return (yield)
+    previous = os.environ.get("JPY_SESSION_NAME")
     os.environ["JPY_SESSION_NAME"] = str(path.resolve())
     try:
         return (yield)
     finally:
-        os.environ.pop("JPY_SESSION_NAME", None)
+        if previous is None:
+            os.environ.pop("JPY_SESSION_NAME", None)
+        else:
+            os.environ["JPY_SESSION_NAME"] = previous

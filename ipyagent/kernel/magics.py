@@ -267,8 +267,9 @@ class AgentMagics(Magics):
             )
         from ..widgets.chat import ChatWidget
 
-        agent = self._agent(None, new=False)
-        self._configure(agent, parse_argstring(self.agent, " ".join(rest)))
+        args = parse_argstring(self.agent, " ".join(rest))
+        agent = self._agent(args.session, new=args.new)
+        self._configure(agent, args)
         return ChatWidget(agent, loop=self.state.loop, wait_for=self.state.main.serve_until)
 
     def _cmd_replay(self, rest: list[str]) -> None:

@@ -4,6 +4,7 @@ mode passes offline from the cassette."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -142,7 +143,9 @@ def _plugin_args() -> list[str]:
 def _nbval(notebook: Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "pytest", "--nbval", str(notebook), "--ipyagent-replay=replay"]
     command += [*_plugin_args(), "--nbval-kernel-name=ipyagent-test", "-p", "no:cacheprovider", "-q"]
-    return subprocess.run(command, cwd=notebook.parent, capture_output=True, text=True, timeout=300)
+    # As from another notebook's kernel: the inherited name must not decide which cassette is used.
+    env = {**os.environ, "JPY_SESSION_NAME": str(notebook.with_name("other.ipynb"))}
+    return subprocess.run(command, cwd=notebook.parent, env=env, capture_output=True, text=True, timeout=300)
 
 
 QUIET = "%%agent --quiet -o res\nWhat is x?"
