@@ -112,25 +112,33 @@ async def agent_run(base_url: str) -> int:
     return len(str(getattr(result, "text", result)))
 
 
-async def measure(fn: Callable[[str], Awaitable[int]], base_url: str, runs: int) -> dict[str, float]:
-    await fn(base_url)  # warm-up: imports, connection setup
-    cpu, wall = [], []
-    for _ in range(runs):
-        c0, w0 = time.process_time(), time.perf_counter()
-        await fn(base_url)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return {"cpu_s": statistics.median(cpu), "wall_s": statistics.median(wall)}
+async def timed(fn: Callable[[str], Awaitable[int]], base_url: str) -> tuple[float, float]:
+    c0, w0 = time.process_time(), time.perf_counter()
+    await fn(base_url)
+    return time.process_time() - c0, time.perf_counter() - w0
 
 
 async def measure_all(base_url: str, runs: int) -> dict[str, dict[str, float] | str]:
+    """Runs of (a), (b) and (c) take turns, so a change in the machine's load (another process
+    starting, say) shifts all three alike instead of skewing the ratios."""
+    measures = {"a_raw_httpx": raw_httpx, "b_adapter": adapter, "c_agent_run": agent_run}
+    failed: dict[str, str] = {}
+    for name, fn in measures.items():  # warm-up: imports, connection setup
+        try:
+            await fn(base_url)
+        except Exception as exc:  # the loop may not be ready; report it rather than crash
+            failed[name] = f"failed: {type(exc).__name__}: {exc}"
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in measures if name not in failed}
+    for _ in range(runs):
+        for name in samples:
+            samples[name].append(await timed(measures[name], base_url))
     results: dict[str, dict[str, float] | str] = {}
-    results["a_raw_httpx"] = await measure(raw_httpx, base_url, runs)
-    results["b_adapter"] = await measure(adapter, base_url, runs)
-    try:
-        results["c_agent_run"] = await measure(agent_run, base_url, runs)
-    except Exception as exc:  # the loop may not be ready; report it rather than crash
-        results["c_agent_run"] = f"failed: {type(exc).__name__}: {exc}"
+    for name in measures:
+        if name in failed:
+            results[name] = failed[name]
+            continue
+        cpu, wall = zip(*samples[name], strict=True)
+        results[name] = {"cpu_s": statistics.median(cpu), "wall_s": statistics.median(wall)}
     return results
 
 

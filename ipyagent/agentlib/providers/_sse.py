@@ -66,7 +66,9 @@ class _LineBuffer:
             self._skip_lf = False
         if not text:
             return []
-        parts = _NEWLINE.split(self._tail + text)
+        # str.split is an order of magnitude faster than the regex, and almost every server ends
+        # lines with \n alone. The tail never holds a \r: it would have ended a line.
+        parts = (self._tail + text).split("\n") if "\r" not in text else _NEWLINE.split(self._tail + text)
         self._tail = parts.pop()
         self._skip_lf = text.endswith("\r")
         if len(self._tail) > self._max_line:
@@ -99,6 +101,11 @@ class SSEEvent(NamedTuple):
     id: str | None = None
 
 
+# A named tuple's own constructor is a Python function; tuple.__new__ builds the same object at
+# a third of the cost, once per token.
+_new_event = tuple.__new__
+
+
 class SSEDecoder:
     """Turns bytes of a ``text/event-stream`` into :class:`SSEEvent` (the WHATWG rules).
 
@@ -114,10 +121,19 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[SSEEvent]:
         events: list[SSEEvent] = []
+        pending = self._data
+        # The two lines of nearly every event, a ``data:`` line and the blank one that ends it,
+        # are handled inline: this loop runs twice per token.
         for line in self._lines.feed(data):
-            event = self._line(line)
-            if event is not None:
-                events.append(event)
+            if line.startswith("data: "):
+                pending.append(line[6:])
+            elif not line and pending and not self._event:
+                events.append(_new_event(SSEEvent, ("\n".join(pending), "message", self._id)))
+                pending.clear()
+            else:
+                event = self._line(line)
+                if event is not None:
+                    events.append(event)
         return events
 
     def close(self) -> list[SSEEvent]:
@@ -131,15 +147,12 @@ class SSEDecoder:
         return []
 
     def _line(self, line: str) -> SSEEvent | None:
-        if line.startswith("data: "):  # the common case first: this runs once per token
-            self._data.append(line[6:])
-            return None
         if not line:
             if not self._data:
                 self._event = ""
                 return None
             event = SSEEvent(data="\n".join(self._data), event=self._event or "message", id=self._id)
-            self._data = []
+            self._data.clear()
             self._event = ""
             return event
         if line.startswith(":"):

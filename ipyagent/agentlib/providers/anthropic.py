@@ -10,7 +10,7 @@ to provider events, sans-IO: text, thinking with its signature, redacted thinkin
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from ..errors import ProtocolError, UserError
@@ -24,13 +24,13 @@ from ..messages import (
     ToolResultBlock,
 )
 from ..usage import Usage
-from ._http import ErrorContext, HTTPProvider, error_from_payload
+from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import SSEDecoder, SSEEvent
 from .base import (
+    EventBatch,
     ModelRequest,
     ProviderEvent,
     ResponseEnd,
-    TextChunk,
     ThinkingChunk,
     ThinkingLevel,
     ToolCallChunk,
@@ -168,9 +168,9 @@ def _int(value: Any) -> int:
 
 
 class AnthropicStreamParser:
-    """Sans-IO: feed :class:`SSEEvent` to :meth:`feed`, call :meth:`finish` at the end of the
-    body. Raises :class:`ProtocolError` for a broken stream and the mapped provider error for an
-    ``error`` event (``overloaded_error`` is retryable)."""
+    """Sans-IO: feed :class:`SSEEvent` to :meth:`feed_many` (or :meth:`feed`), call
+    :meth:`finish` at the end of the body. Raises :class:`ProtocolError` for a broken stream and
+    the mapped provider error for an ``error`` event (``overloaded_error`` is retryable)."""
 
     def __init__(self, ctx: ErrorContext, *, context_limit: int | None = None) -> None:
         self._ctx = ctx
@@ -181,12 +181,22 @@ class AnthropicStreamParser:
         self._raw_usage: dict[str, int] = {}
         # block index -> the input of a tool_use start, sent only if no input_json_delta follows
         self._tool_input: dict[int, str] = {}
+        self._batch = EventBatch()
+
+    def feed_many(self, events: Iterable[SSEEvent]) -> list[ProviderEvent]:
+        """The events of one network read in; their provider events, merged per block, out."""
+        for event in events:
+            self._event(event, self._batch)
+        return self._batch.take()
 
     def feed(self, event: SSEEvent) -> list[ProviderEvent]:
+        return self.feed_many((event,))
+
+    def _event(self, event: SSEEvent, out: EventBatch) -> None:
         if self._stopped:
-            return []
+            return
         try:
-            payload = json.loads(event.data)
+            payload = parse_json(event.data)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise ProtocolError(
                 f"{self._ctx.who} sent an event that is not JSON: {self._ctx.redact(event.data[:200])!r}",
@@ -199,7 +209,6 @@ class AnthropicStreamParser:
         kind = payload.get("type", event.event)
         if kind == "error" or event.event == "error":
             raise error_from_payload(payload.get("error") or payload, self._ctx)
-        out: list[ProviderEvent] = []
         if kind == "message_start":
             message = payload.get("message")
             if isinstance(message, dict):
@@ -214,7 +223,7 @@ class AnthropicStreamParser:
             index = self._index(payload)
             pending = self._tool_input.pop(index, None)
             if pending:
-                out.append(ToolCallChunk(key=index, arguments=pending))
+                out.add(ToolCallChunk(key=index, arguments=pending))
         elif kind == "message_delta":
             delta = payload.get("delta")
             if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
@@ -223,7 +232,6 @@ class AnthropicStreamParser:
         elif kind == "message_stop":
             self._stopped = True
         # "ping" and event types added after this was written are ignored on purpose.
-        return out
 
     def _index(self, payload: dict[str, Any]) -> int:
         index = payload.get("index")
@@ -231,44 +239,44 @@ class AnthropicStreamParser:
             raise self._malformed("a content block event without an index")
         return index
 
-    def _block_start(self, payload: dict[str, Any], out: list[ProviderEvent]) -> None:
+    def _block_start(self, payload: dict[str, Any], out: EventBatch) -> None:
         index = self._index(payload)
         block = payload.get("content_block")
         if not isinstance(block, dict):
             raise self._malformed("content_block_start without a content block")
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
-            out.append(TextChunk(text=block["text"], key=index))
+            out.text(block["text"], key=index)
         elif kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
-            out.append(ThinkingChunk(text=block["thinking"], key=index))
+            out.thinking(block["thinking"], key=index)
         elif kind == "redacted_thinking":
             data = block.get("data")
-            out.append(ThinkingChunk(redacted=data if isinstance(data, str) else "", key=index))
+            out.add(ThinkingChunk(redacted=data if isinstance(data, str) else "", key=index))
         elif kind == "tool_use":
             name, call_id = block.get("name"), block.get("id")
             if not isinstance(name, str) or not name:
                 raise self._malformed("a tool_use block without a name")
-            out.append(ToolCallChunk(key=index, id=call_id if isinstance(call_id, str) else None, name=name))
+            out.add(ToolCallChunk(key=index, id=call_id if isinstance(call_id, str) else None, name=name))
             start_input = block.get("input")
             if isinstance(start_input, dict) and start_input:
                 self._tool_input[index] = json.dumps(start_input)
 
-    def _block_delta(self, payload: dict[str, Any], out: list[ProviderEvent]) -> None:
+    def _block_delta(self, payload: dict[str, Any], out: EventBatch) -> None:
         index = self._index(payload)
         delta = payload.get("delta")
         if not isinstance(delta, dict):
             raise self._malformed("content_block_delta without a delta")
         kind = delta.get("type")
         if kind == "text_delta" and isinstance(delta.get("text"), str) and delta["text"]:
-            out.append(TextChunk(text=delta["text"], key=index))
+            out.text(delta["text"], key=index)
         elif kind == "thinking_delta" and isinstance(delta.get("thinking"), str) and delta["thinking"]:
-            out.append(ThinkingChunk(text=delta["thinking"], key=index))
+            out.thinking(delta["thinking"], key=index)
         elif kind == "signature_delta" and isinstance(delta.get("signature"), str):
-            out.append(ThinkingChunk(signature=delta["signature"], key=index))
+            out.add(ThinkingChunk(signature=delta["signature"], key=index))
         elif kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
             self._tool_input.pop(index, None)  # the deltas carry the input; the start's is a stub
             if delta["partial_json"]:
-                out.append(ToolCallChunk(key=index, arguments=delta["partial_json"]))
+                out.add(ToolCallChunk(key=index, arguments=delta["partial_json"]))
 
     def _update_usage(self, usage: Any) -> None:
         # Usage is cumulative: each report replaces the fields it carries.

@@ -12,7 +12,7 @@ Failures are raised as :class:`~ipyagent.agentlib.errors.ProviderError` or
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -159,6 +159,62 @@ def coalesce(events: list[ProviderEvent]) -> list[ProviderEvent]:
         else:
             out.append(event)
     return out
+
+
+class EventBatch:
+    """Where a parser puts the events of one network read. Text and thinking deltas are merged
+    as they arrive, so a long reply costs one string per token rather than one chunk object;
+    :meth:`take` returns what :func:`coalesce` would make of the same events one by one."""
+
+    __slots__ = ("_events", "_key", "_kind", "_parts")
+
+    def __init__(self) -> None:
+        self._events: list[ProviderEvent] = []
+        self._parts: list[str] = []
+        self._kind: Literal["text", "thinking"] | None = None
+        self._key: PartKey = None
+
+    def text(self, text: str, key: PartKey = None) -> None:
+        if self._kind != "text" or self._key != key:
+            self._close()
+            self._kind, self._key = "text", key
+        self._parts.append(text)
+
+    def thinking(self, text: str, key: PartKey = None) -> None:
+        if self._kind != "thinking" or self._key != key:
+            self._close()
+            self._kind, self._key = "thinking", key
+        self._parts.append(text)
+
+    def pieces(self, pieces: Iterable[tuple[Literal["text", "thinking"], str]]) -> None:
+        """Text and thinking in order, as a :class:`.ThinkTagSplitter` hands them out."""
+        for kind, text in pieces:
+            if kind == "text":
+                self.text(text)
+            else:
+                self.thinking(text)
+
+    def add(self, event: ProviderEvent) -> None:
+        self._close()
+        self._events.append(event)
+
+    def take(self) -> list[ProviderEvent]:
+        """The batch so far, merged per block; the batch is empty afterwards."""
+        self._close()
+        events, self._events = self._events, []
+        return coalesce(events)
+
+    def _close(self) -> None:
+        if self._kind is None:
+            return
+        text = "".join(self._parts)
+        self._events.append(
+            TextChunk(text=text, key=self._key)
+            if self._kind == "text"
+            else ThinkingChunk(text=text, key=self._key)
+        )
+        self._parts.clear()
+        self._kind = None
 
 
 @asynccontextmanager

@@ -10,7 +10,7 @@ token counts from the final ``done`` line, ``{"error": ...}`` lines after HTTP 2
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from ..errors import ProtocolError
@@ -24,18 +24,10 @@ from ..messages import (
     ToolResultBlock,
 )
 from ..usage import Usage
-from ._http import ErrorContext, HTTPProvider, error_from_payload
+from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import NDJSONDecoder
 from ._think_tags import ThinkTagSplitter
-from .base import (
-    ModelRequest,
-    ProviderEvent,
-    ResponseEnd,
-    TextChunk,
-    ThinkingChunk,
-    ToolCallChunk,
-    UsageReport,
-)
+from .base import EventBatch, ModelRequest, ProviderEvent, ResponseEnd, ToolCallChunk, UsageReport
 
 __all__ = ["OllamaProvider", "OllamaStreamParser", "build_request"]
 
@@ -137,7 +129,8 @@ def _int(value: Any) -> int:
 
 
 class OllamaStreamParser:
-    """Sans-IO: feed NDJSON lines to :meth:`feed`, call :meth:`finish` at the end of the body.
+    """Sans-IO: feed NDJSON lines to :meth:`feed_many` (or :meth:`feed`), call :meth:`finish` at
+    the end of the body.
 
     Raises :class:`ProtocolError` for a broken stream and the mapped provider error for an
     ``{"error": ...}`` line."""
@@ -152,12 +145,22 @@ class OllamaStreamParser:
         self._done_reason: str | None = None
         self._calls = 0
         self._usage: Usage | None = None
+        self._batch = EventBatch()
+
+    def feed_many(self, lines: Iterable[str]) -> list[ProviderEvent]:
+        """The lines of one network read in; their provider events, merged per block, out."""
+        for line in lines:
+            self._line(line, self._batch)
+        return self._batch.take()
 
     def feed(self, line: str) -> list[ProviderEvent]:
+        return self.feed_many((line,))
+
+    def _line(self, line: str, out: EventBatch) -> None:
         if self._done:
-            return []
+            return
         try:
-            payload = json.loads(line)
+            payload = parse_json(line)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise ProtocolError(
                 f"{self._ctx.who} sent a line that is not JSON: {self._ctx.redact(line[:200])!r}",
@@ -173,12 +176,11 @@ class OllamaStreamParser:
             )
         if payload.get("error"):
             raise error_from_payload(payload["error"], self._ctx)
-        out: list[ProviderEvent] = []
         message = payload.get("message")
         if isinstance(message, dict):
             thinking = message.get("thinking")
             if isinstance(thinking, str) and thinking:
-                out.append(ThinkingChunk(text=thinking))
+                out.thinking(thinking)
             content = message.get("content")
             if isinstance(content, str) and content:
                 self._content(content, out)
@@ -194,17 +196,15 @@ class OllamaStreamParser:
                 output_tokens=_int(payload.get("eval_count")),
                 requests=1,
             )
-        return out
 
-    def _content(self, content: str, out: list[ProviderEvent]) -> None:
+    def _content(self, content: str, out: EventBatch) -> None:
         # Models whose thinking Ollama does not parse put it inline in <think> tags.
         if self._splitter is None or self._splitter.settled:
-            out.append(TextChunk(text=content))
+            out.text(content)
             return
-        for kind, text in self._splitter.feed(content):
-            out.append(TextChunk(text=text) if kind == "text" else ThinkingChunk(text=text))
+        out.pieces(self._splitter.feed(content))
 
-    def _tool_calls(self, calls: list[Any], out: list[ProviderEvent]) -> None:
+    def _tool_calls(self, calls: list[Any], out: EventBatch) -> None:
         for call in calls:
             function = call.get("function") if isinstance(call, dict) else None
             if not isinstance(function, dict):
@@ -220,7 +220,7 @@ class OllamaStreamParser:
             )
             call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
             # Each call arrives whole; its "index" restarts at 0 on every line, so keys count calls.
-            out.append(ToolCallChunk(key=self._calls, id=call_id, name=name, arguments=raw))
+            out.add(ToolCallChunk(key=self._calls, id=call_id, name=name, arguments=raw))
             self._calls += 1
 
     def _bad_call(self, what: str) -> ProtocolError:
@@ -232,10 +232,9 @@ class OllamaStreamParser:
 
     def finish(self) -> list[ProviderEvent]:
         """End of the body: check the ``done`` line came, report usage and the stop reason."""
-        out: list[ProviderEvent] = []
         if self._splitter is not None:
-            for kind, text in self._splitter.flush():
-                out.append(TextChunk(text=text) if kind == "text" else ThinkingChunk(text=text))
+            self._batch.pieces(self._splitter.flush())
+        out = self._batch.take()
         if not self._done:
             raise ProtocolError(
                 f"The stream from {self._ctx.who} ended before its final line (done: true).",

@@ -13,25 +13,17 @@ assign tool-call ids or assemble messages.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import ProtocolError
 from ..messages import FinishReason, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from ..usage import Usage
-from ._http import ErrorContext, HTTPProvider, error_from_payload
+from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import SSEDecoder, SSEEvent
 from ._think_tags import ThinkTagSplitter
-from .base import (
-    ModelRequest,
-    ProviderEvent,
-    ResponseEnd,
-    TextChunk,
-    ThinkingChunk,
-    ToolCallChunk,
-    UsageReport,
-)
+from .base import EventBatch, ModelRequest, ProviderEvent, ResponseEnd, ToolCallChunk, UsageReport
 
 __all__ = ["OpenAIDialect", "OpenAIProvider", "OpenAIStreamParser", "build_request"]
 
@@ -182,9 +174,9 @@ def parse_usage(raw: dict[str, Any]) -> Usage:
 
 
 class OpenAIStreamParser:
-    """Sans-IO: feed :class:`SSEEvent` to :meth:`feed`, call :meth:`finish` at the end of the
-    body. Raises :class:`ProtocolError` for a broken stream and the mapped provider error for an
-    error the server reports inside the stream."""
+    """Sans-IO: feed :class:`SSEEvent` to :meth:`feed_many` (or :meth:`feed`), call
+    :meth:`finish` at the end of the body. Raises :class:`ProtocolError` for a broken stream and
+    the mapped provider error for an error the server reports inside the stream."""
 
     def __init__(
         self, ctx: ErrorContext, *, dialect: OpenAIDialect = OpenAIDialect(), context_limit: int | None = None
@@ -195,7 +187,11 @@ class OpenAIStreamParser:
         self._fields = tuple(
             dict.fromkeys(f for f in (dialect.reasoning_field, "reasoning", "reasoning_content") if f)
         )
+        # A delta with no other keys than these is plain text (see _plain_text).
+        self._plain_keys = frozenset({"role", "content"}).difference(self._fields)
         self._splitter = ThinkTagSplitter() if dialect.think_tags else None
+        self._settled = self._splitter is None  # content is all text from here on
+        self._batch = EventBatch()
         self._done = False
         self._finish: str | None = None
         self._refused = False
@@ -205,15 +201,47 @@ class OpenAIStreamParser:
         self._calls: dict[int, tuple[int | str, str | None]] = {}
         self._named: dict[int | str, bool] = {}
 
+    def feed_many(self, events: Iterable[SSEEvent]) -> list[ProviderEvent]:
+        """The events of one network read in; their provider events, merged per block, out.
+
+        A chunk that only adds text — nearly every chunk of a long reply — skips the general
+        path: its text is collected and joined with its neighbours' into one chunk."""
+        batch = self._batch
+        texts: list[str] = []  # plain text since the last chunk that took the general path
+        for event in events:
+            payload = self._payload(event)
+            if payload is None:
+                continue
+            text = self._plain_text(payload) if self._settled else None
+            if text is not None:
+                texts.append(text)
+                continue
+            if texts:
+                batch.text("".join(texts))
+                texts.clear()
+            self._chunk(payload, batch)
+        if texts:
+            batch.text("".join(texts))
+        return batch.take()
+
     def feed(self, event: SSEEvent) -> list[ProviderEvent]:
+        """One event, always through the general path: the reference :meth:`feed_many` is tested
+        against."""
+        payload = self._payload(event)
+        if payload is not None:
+            self._chunk(payload, self._batch)
+        return self._batch.take()
+
+    def _payload(self, event: SSEEvent) -> dict[str, Any] | None:
+        """The event's JSON object, checked, its id noted; None for ``[DONE]`` and after it."""
         if self._done:
-            return []
-        if event.data.strip() == "[DONE]":
-            self._done = True
-            return []
+            return None
         try:
-            payload = json.loads(event.data)
+            payload = parse_json(event.data)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+            if event.data.strip() == "[DONE]":  # not JSON, so checked only when parsing fails
+                self._done = True
+                return None
             raise ProtocolError(
                 f"{self._ctx.who} sent a chunk that is not JSON: {self._ctx.redact(event.data[:200])!r}",
                 hint="The server does not speak the Chat Completions stream format — check the "
@@ -229,48 +257,72 @@ class OpenAIStreamParser:
         if event.event == "error" or payload.get("error"):
             # OpenRouter: a chunk with a top-level "error"; Groq: "event: error".
             raise error_from_payload(payload.get("error") or payload, self._ctx)
-        out: list[ProviderEvent] = []
         if isinstance(payload.get("id"), str):
             self._response_id = payload["id"]
+        return payload
+
+    def _plain_text(self, payload: dict[str, Any]) -> str | None:
+        """The content of a chunk that carries nothing else for choice 0: no usage, no finish
+        reason, no reasoning, refusal or tool calls. None sends the chunk down the general path,
+        which is always right; this only has to be sure when it answers."""
+        try:
+            # Subscripts rather than isinstance checks: of JSON values only an object takes a
+            # string key, so getting this far means choice and delta are dicts.
+            (choice,) = payload["choices"]
+            delta = choice["delta"]
+            content = delta["content"]
+        except (KeyError, TypeError, ValueError):
+            return None
+        if (
+            not isinstance(content, str)
+            or not content
+            or not delta.keys() <= self._plain_keys
+            or choice.get("index") != 0
+            or choice.get("finish_reason")
+            or isinstance(payload.get("usage"), dict)
+        ):
+            return None
+        return content
+
+    def _chunk(self, payload: dict[str, Any], batch: EventBatch) -> None:
         usage = payload.get("usage")
         if isinstance(usage, dict):
             self._usage = parse_usage(usage)  # running totals (vLLM) replace, never add
         choices = payload.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if isinstance(choice, dict) and _int(choice.get("index")) == 0:
-                self._choice(choice, out)
-        return out
+                self._choice(choice, batch)
 
-    def _choice(self, choice: dict[str, Any], out: list[ProviderEvent]) -> None:
+    def _choice(self, choice: dict[str, Any], batch: EventBatch) -> None:
         delta = choice.get("delta")
         if isinstance(delta, dict):
             for name in self._fields:
                 reasoning = delta.get(name)
                 if isinstance(reasoning, str) and reasoning:
-                    out.append(ThinkingChunk(text=reasoning))
+                    batch.thinking(reasoning)
                     break  # some servers fill two fields with the same text
             content = delta.get("content")
             if isinstance(content, str) and content:
-                self._content(content, out)
+                self._content(content, batch)
             refusal = delta.get("refusal")
             if isinstance(refusal, str) and refusal:
                 self._refused = True
-                out.append(TextChunk(text=refusal))
+                batch.text(refusal)
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
-                self._tool_calls(calls, out)
+                self._tool_calls(calls, batch)
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             self._finish = reason
 
-    def _content(self, content: str, out: list[ProviderEvent]) -> None:
-        if self._splitter is None or self._splitter.settled:
-            out.append(TextChunk(text=content))
+    def _content(self, content: str, batch: EventBatch) -> None:
+        if self._splitter is None or self._settled:
+            batch.text(content)
             return
-        for kind, text in self._splitter.feed(content):
-            out.append(TextChunk(text=text) if kind == "text" else ThinkingChunk(text=text))
+        batch.pieces(self._splitter.feed(content))
+        self._settled = self._splitter.settled
 
-    def _tool_calls(self, calls: list[Any], out: list[ProviderEvent]) -> None:
+    def _tool_calls(self, calls: list[Any], batch: EventBatch) -> None:
         for position, call in enumerate(calls):
             if not isinstance(call, dict):
                 continue
@@ -296,14 +348,13 @@ class OpenAIStreamParser:
             if name:
                 self._named[key] = True
             if call_id or name or arguments:
-                out.append(ToolCallChunk(key=key, id=call_id, name=name or None, arguments=arguments))
+                batch.add(ToolCallChunk(key=key, id=call_id, name=name or None, arguments=arguments))
 
     def finish(self) -> list[ProviderEvent]:
         """End of the body: flush held text, check the stream was complete, report usage."""
-        out: list[ProviderEvent] = []
         if self._splitter is not None:
-            for kind, text in self._splitter.flush():
-                out.append(TextChunk(text=text) if kind == "text" else ThinkingChunk(text=text))
+            self._batch.pieces(self._splitter.flush())
+        out = self._batch.take()
         if not self._done and self._finish is None:
             raise ProtocolError(
                 f"The stream from {self._ctx.who} ended before its end marker (data: [DONE]).",

@@ -346,18 +346,26 @@ def summarize(events: list[ProviderEvent]) -> Summary:
     return s
 
 
-def run_parser(parser: Any, data: bytes, pieces: list[bytes] | None = None) -> list[ProviderEvent]:
-    """Feed ``data`` (or its ``pieces``) through the right decoder into ``parser``, sans IO."""
+def run_parser(
+    parser: Any, data: bytes, pieces: list[bytes] | None = None, *, one_by_one: bool = False
+) -> list[ProviderEvent]:
+    """Feed ``data`` (or its ``pieces``) through the right decoder into ``parser``, sans IO: each
+    piece's items as one batch, as the adapters do, or ``one_by_one`` through ``feed``."""
     from ipyagent.agentlib.providers._sse import NDJSONDecoder, SSEDecoder
     from ipyagent.agentlib.providers.ollama import OllamaStreamParser
 
     decoder: Any = NDJSONDecoder() if isinstance(parser, OllamaStreamParser) else SSEDecoder()
     events: list[ProviderEvent] = []
+
+    def parse(items: list[Any]) -> None:
+        if one_by_one:
+            events.extend(out for item in items for out in parser.feed(item))
+        else:
+            events.extend(parser.feed_many(items))
+
     for piece in pieces if pieces is not None else [data]:
-        for item in decoder.feed(piece):
-            events.extend(parser.feed(item))
-    for item in decoder.close():
-        events.extend(parser.feed(item))
+        parse(decoder.feed(piece))
+    parse(decoder.close())
     events.extend(parser.finish())
     return events
 
