@@ -69,6 +69,9 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, 
             timeout=timeout,
             kernel_name="ipyagent-run",
             resources={"metadata": {"path": str(path.parent)}},
+            # A view's saved state carries its whole front-end bundle (~140 KB each); the run's
+            # text is in the outputs anyway.
+            store_widget_state=False,
         )
         failed = False
         try:

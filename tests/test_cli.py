@@ -47,6 +47,7 @@ def test_run_prints_each_agent_cell_and_saves_the_executed_notebook(tmp_path: Pa
     assert "→ list_variables() ✓" in done.stdout
     executed = nbformat.read(str(tmp_path / "out.ipynb"), as_version=4)
     assert all(cell.execution_count for cell in executed.cells)
+    assert "widgets" not in executed.metadata  # no front-end bundle per view in the saved file
     assert (tmp_path / "demo.agent.jsonl").exists(), "the conversation is saved beside the notebook"
 
 
