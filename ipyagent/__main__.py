@@ -44,7 +44,7 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, 
     notebook is saved (to ``output``, else in place) only if every cell ran."""
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     nb = nbformat.read(str(path), as_version=4)
     cassette = _recorded_cassette(path) if record else None
@@ -76,7 +76,7 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, 
         failed = False
         try:
             client.execute()
-        except CellExecutionError as exc:
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             failed = True
             print(f"A cell failed:\n{exc}", file=sys.stderr)
     for cell in nb.cells:

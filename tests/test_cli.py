@@ -79,3 +79,14 @@ def test_record_saves_the_notebook_with_its_cassette_and_keeps_both_when_a_cell_
     assert "stay as they were" in done.stderr
     assert cassette.read_text() == recorded
     assert not nbformat.read(str(notebook), as_version=4).cells[2].outputs
+
+
+def test_a_cell_that_times_out_fails_the_command_cleanly(tmp_path: Path) -> None:
+    notebook = tmp_path / "slow.ipynb"
+    write(notebook, ["import time\ntime.sleep(30)"])
+    done = run(["run", str(notebook), "--timeout", "2", "--record"], tmp_path)
+    assert done.returncode == 1
+    assert "_async_handle_timeout" not in done.stderr  # reported, not an unhandled traceback
+    assert "timed out" in done.stderr
+    assert "stay as they were" in done.stderr
+    assert not nbformat.read(str(notebook), as_version=4).cells[0].outputs
