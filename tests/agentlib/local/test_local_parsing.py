@@ -9,11 +9,11 @@ import pytest
 
 from ipyagent.agentlib.errors import UserError
 from ipyagent.agentlib.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from ipyagent.agentlib.providers._local_llama import import_llama
 from ipyagent.agentlib.providers.base import ModelRequest, ModelSettings, ToolSpec
 from ipyagent.agentlib.providers.local import (
     ParsedCall,
     ToolTextParser,
-    _import_llama,
     render_prompt,
     tool_call_schema,
 )
@@ -174,6 +174,6 @@ def test_call_schema_keeps_each_tools_definitions_apart() -> None:
 def test_missing_llama_cpp_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
     with pytest.raises(UserError) as info:
-        _import_llama()
+        import_llama()
     assert "pip install 'ipyagent[local]'" in info.value.hint
     assert "-DGGML_NATIVE=OFF" in info.value.hint

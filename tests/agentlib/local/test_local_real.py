@@ -11,8 +11,9 @@ import pytest
 
 from ipyagent import Agent, tool
 from ipyagent.agentlib.messages import Message
+from ipyagent.agentlib.providers._local_llama import load
 from ipyagent.agentlib.providers.base import ModelRequest, TextChunk
-from ipyagent.agentlib.providers.local import LocalModel, _load
+from ipyagent.agentlib.providers.local import LocalModel
 
 
 @tool(read_only=True)
@@ -38,6 +39,9 @@ async def test_calls_a_tool_with_valid_arguments_then_answers(model: LocalModel)
     assert calls and calls[0].name == "get_weather"
     assert calls[0].arguments is not None and "paris" in calls[0].arguments["city"].lower()
     assert "17" in result.text
+    # The answer after the result is text: not the call written again, nor its JSON envelope.
+    assert len(calls) == 1
+    assert not result.text.lstrip().startswith(("{", "```", "<")), result.text
 
 
 async def test_answers_without_a_tool_when_none_is_needed(model: LocalModel) -> None:
@@ -64,7 +68,7 @@ async def test_cancelling_a_long_prompt_stops_within_a_second(model: LocalModel,
     with pytest.raises(asyncio.CancelledError):
         await task
     cancelled_at = time.perf_counter()
-    loaded = _load(default_gguf, model.n_ctx, None)
+    loaded = load(default_gguf, model.n_ctx, None)
     assert await asyncio.to_thread(loaded.lock.acquire, timeout=5.0)
     loaded.lock.release()
     assert time.perf_counter() - cancelled_at < 1.5

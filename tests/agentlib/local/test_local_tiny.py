@@ -12,6 +12,7 @@ import pytest
 from ipyagent import Agent
 from ipyagent.agentlib.errors import ContextOverflowError
 from ipyagent.agentlib.messages import Message
+from ipyagent.agentlib.providers._local_llama import load
 from ipyagent.agentlib.providers.base import (
     ModelRequest,
     ModelSettings,
@@ -21,7 +22,7 @@ from ipyagent.agentlib.providers.base import (
     ToolSpec,
     UsageReport,
 )
-from ipyagent.agentlib.providers.local import LocalModel, _load, tool_grammar
+from ipyagent.agentlib.providers.local import LocalModel, tool_grammar
 
 
 def request(text: str, *, max_tokens: int | None = 12, **kwargs: object) -> ModelRequest:
@@ -93,7 +94,7 @@ async def test_cancelling_stops_generation_and_frees_the_model(tiny_gguf: Path) 
     with pytest.raises(asyncio.CancelledError):
         await task
     cancelled_at = time.perf_counter()
-    loaded = _load(tiny_gguf, 2048, None)
+    loaded = load(tiny_gguf, 2048, None)
     assert await asyncio.to_thread(loaded.lock.acquire, timeout=2.0)
     loaded.lock.release()
     assert time.perf_counter() - cancelled_at < 1.0

@@ -1,0 +1,137 @@
+"""What the local model may write: GBNF grammars over tool calls and text, and which tools a
+turn offers.
+
+This module owns the constraints (:func:`tool_grammar`, :func:`answer_grammar`,
+:func:`callable_tools`); llama.cpp applies them (:mod:`._local_llama`), and
+:mod:`._local_parse` reads what comes out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from .base import ModelRequest, ToolSpec
+
+__all__ = [
+    "AfterResults",
+    "answer_grammar",
+    "callable_tools",
+    "names_a_tool",
+    "tool_call_schema",
+    "tool_grammar",
+]
+
+
+def _prefixed_refs(value: Any, prefix: str) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: (
+                f"#/$defs/{prefix}{v.removeprefix('#/$defs/')}"
+                if k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/")
+                else _prefixed_refs(v, prefix)
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_prefixed_refs(v, prefix) for v in value]
+    return value
+
+
+def tool_call_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """A JSON schema matching ``{"name": <a tool>, "arguments": <valid for that tool>}``."""
+    defs: dict[str, Any] = {}
+    options = []
+    for i, tool in enumerate(tools):
+        params = _prefixed_refs(dict(tool.parameters), f"t{i}-")
+        defs.update({f"t{i}-{k}": v for k, v in params.pop("$defs", {}).items()})
+        # Small models invent arguments ("units" for a calculator): only declared ones are allowed.
+        params = {"type": "object", "additionalProperties": False, **params}
+        options.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": tool.name}, "arguments": params},
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    schema: dict[str, Any] = {"oneOf": options} if len(options) > 1 else options[0]
+    return {**schema, "$defs": defs} if defs else schema
+
+
+# A text reply may not open the way a tool call does: "<" (a tag), "{" (bare JSON) or a fenced
+# JSON block, which is how small models such as Qwen2.5-Coder-0.5B like to write calls; those
+# openings belong to the call branches, where the JSON is held to the tools' schemas. Other code
+# fences ("```python") and everything after the first characters are free.
+_TEXT_RULES = (
+    'x-text ::= [^<{`] x-any | "`" ([^`] x-any | "`" ([^`] x-any | "`" x-fence-tail)?)?\n'
+    'x-fence-tail ::= ([^j\\n] x-any | "j" ([^s] x-any | "s" ([^o] x-any | "o" ([^n] x-any)?)?)?)?\n'
+    "x-any ::= [^\\x00]*\n"
+)
+
+
+def tool_grammar(tools: Sequence[ToolSpec]) -> str:
+    """GBNF for "call tools with valid arguments (in ``<tool_call>`` tags, or as a fenced JSON
+    block) | answer in text". The model's own first tokens pick the branch; once it opens a
+    call, the name is one of ``tools`` and the arguments match that tool's schema. With no
+    tools: text only."""
+    if not tools:
+        return "root ::= x-text\n" + _TEXT_RULES
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    calls = json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
+    calls = re.sub(r"^root ::=", "x-tool-call-json ::=", calls, count=1, flags=re.MULTILINE)
+    return (
+        "root ::= x-tool-calls | x-fenced-call | x-text\n"
+        'x-tool-calls ::= x-tool-call ("\\n" x-tool-call)*\n'
+        'x-tool-call ::= "<tool_call>\\n" x-tool-call-json "\\n</tool_call>"\n'
+        'x-fenced-call ::= "```json\\n" x-tool-call-json "\\n```"\n' + _TEXT_RULES + calls
+    )
+
+
+AfterResults = Literal["all", "others", "none"]
+
+
+def callable_tools(request: ModelRequest, after_results: AfterResults = "none") -> list[ToolSpec]:
+    """The tools the grammar offers for this turn.
+
+    After a turn whose tool calls all returned without error, small models tend to call a tool
+    again instead of answering with the result (Qwen2.5-Coder-0.5B did on most tasks of
+    bench/local_model.py, and called *other* tools when only the same one was held back). So by
+    default (``"none"``) such a turn may only answer in text; ``"others"`` holds back only the
+    tools that just answered; ``"all"`` offers every tool. A failed call keeps every tool, so
+    the model can fix it. A turn offering no tools after results answers in an envelope (see
+    :data:`~._local_prompt.ANSWER_OPENER`).
+    """
+    last = request.messages[-1] if request.messages else None
+    results = last.tool_results if last is not None and last.role == "user" else []
+    if not results or after_results == "all" or any(r.is_error for r in results):
+        return list(request.tools)
+    if after_results == "none":
+        return []
+    answered = {r.name for r in results}
+    return [t for t in request.tools if t.name not in answered]
+
+
+def names_a_tool(request: ModelRequest, tools: Sequence[ToolSpec]) -> bool:
+    """Whether the request's last message is the user's own text naming one of ``tools``
+    (as a whole word: "calculate", not "calculator")."""
+    last = request.messages[-1] if request.messages else None
+    if last is None or last.role != "user" or last.tool_results:
+        return False
+    text = last.text
+    return any(re.search(rf"(?<![\w-]){re.escape(t.name)}(?![\w-])", text) for t in tools)
+
+
+def answer_grammar() -> str:
+    """GBNF for the rest of an answer envelope after its opener (``{"answer": "``): a non-empty
+    JSON string, then ``}`` at once. No whitespace may come between them: the reply cannot end
+    before the ``}``, so a model that wants to end there would otherwise be pushed into writing
+    whitespace, possibly for ever."""
+    return (
+        'root ::= x-char x-char* "\\"}"\n'
+        'x-char ::= [^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" x-hex x-hex x-hex x-hex)\n'
+        "x-hex ::= [0-9a-fA-F]\n"
+    )

@@ -1,0 +1,146 @@
+"""The answer envelope of the turn after tool results, and the conditional nudge toward a call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ipyagent.agentlib.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from ipyagent.agentlib.providers._local_grammar import answer_grammar, names_a_tool
+from ipyagent.agentlib.providers._local_parse import AnswerDecoder, ReplyReader
+from ipyagent.agentlib.providers.base import (
+    ModelRequest,
+    ModelSettings,
+    ProviderEvent,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallChunk,
+    ToolSpec,
+)
+from ipyagent.agentlib.providers.local import LocalModel
+
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Weather in a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+
+
+def decode(body: str, step: int) -> tuple[str, bool]:
+    decoder = AnswerDecoder()
+    text = "".join(decoder.feed(body[i : i + step]) for i in range(0, len(body), step))
+    return text + decoder.flush(), decoder.done
+
+
+@pytest.mark.parametrize("step", [1, 2, 5, 100])
+@pytest.mark.parametrize(
+    "answer",
+    ["It is 17°C in Paris.", 'Say "hi"\\ back', "Line one\nline two\ttab", "emoji 😀 and é", "\x1f"],
+)
+def test_the_decoder_gives_back_the_string(answer: str, step: int) -> None:
+    body = json.dumps(answer)[1:] + "}"  # as generated after the opener: no opening quote
+    assert decode(body, step) == (answer, True)
+    assert decode(json.dumps(answer, ensure_ascii=False)[1:], step) == (answer, True)
+
+
+def test_the_decoder_streams_and_ignores_what_follows_the_string() -> None:
+    decoder = AnswerDecoder()
+    assert decoder.feed("Hello") == "Hello"
+    assert decoder.feed(" wor\\") == " wor"  # an escape cut short is held
+    assert decoder.feed('nld"}\n') == "\nld"
+    assert decoder.done
+    assert decoder.feed("more") == ""
+
+
+def test_an_unfinished_or_malformed_string_comes_back_as_written() -> None:
+    assert decode("cut short \\u00", 3) == ("cut short \\u00", False)
+    assert decode('bad \\x escape"', 100) == ("bad \\x escape", True)
+    assert decode('lone \\ud83d high"', 4) == ("lone \ufffd high", True)
+
+
+def events(reader: ReplyReader, pieces: list[str]) -> list[ProviderEvent]:
+    out = [e for p in pieces for e in reader.feed(p)]
+    return out + reader.flush()
+
+
+def test_the_reader_reads_an_envelope_as_text() -> None:
+    reader = ReplyReader(["get_weather"], envelope=True)
+    got = events(reader, ["Paris: 17", "°C\\n```json\\n{}\\n```", '"}'])
+    assert "".join(e.text for e in got if isinstance(e, TextChunk)) == "Paris: 17°C\n```json\n{}\n```"
+    assert not [e for e in got if not isinstance(e, TextChunk)] and reader.calls == 0
+    assert reader.finished  # the envelope closed: the rest of the reply can be skipped
+
+
+def test_a_call_written_again_ends_the_reply() -> None:
+    reader = ReplyReader(["get_weather"])
+    oslo = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>\n'
+    rome = oslo.replace("Oslo", "Rome")
+    got = events(reader, [oslo, rome, oslo, "then more text", rome])
+    assert [e.arguments for e in got if isinstance(e, ToolCallChunk)] == [
+        '{"city": "Oslo"}',
+        '{"city": "Rome"}',
+    ]
+    assert reader.finished and reader.calls == 2
+    assert "then more text" not in "".join(e.text for e in got if isinstance(e, TextChunk))
+
+
+def test_the_reader_keeps_order_of_thinking_text_and_calls() -> None:
+    reader = ReplyReader(["get_weather"])
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    got = events(reader, ["<think>hm</think>", "Checking. ", call])
+    assert got == [
+        ThinkingChunk(text="hm"),
+        TextChunk(text="Checking. "),
+        ToolCallChunk(key=0, name="get_weather", arguments='{"city": "Oslo"}'),
+    ]
+    assert reader.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('Call get_weather with city "Oslo".', True),
+        ("Use `get_weather` for Oslo", True),
+        ("What's the weather in Oslo?", False),
+        ("get_weather_now for Oslo", False),  # a different word
+    ],
+)
+def test_names_a_tool(text: str, expected: bool) -> None:
+    request = ModelRequest(model="m", messages=[Message.user(text)], tools=[WEATHER])
+    assert names_a_tool(request, [WEATHER]) is expected
+
+
+def test_a_tool_result_is_not_the_user_naming_a_tool() -> None:
+    result = ToolResultBlock(tool_call_id="c1", name="get_weather", content="get_weather: ok")
+    request = ModelRequest(model="m", messages=[Message(role="user", content=(result,))], tools=[WEATHER])
+    assert not names_a_tool(request, [WEATHER])
+
+
+def test_the_answer_grammar_compiles() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp.LlamaGrammar.from_string(answer_grammar(), verbose=False)
+
+
+async def test_after_tool_results_the_reply_is_text_only(tiny_gguf: Path) -> None:
+    call = ToolCallBlock.from_raw(id="c1", name="get_weather", raw_arguments='{"city": "Oslo"}')
+    result = "17°C"
+    messages = [
+        Message.user("Weather in Oslo?"),
+        Message(role="assistant", content=(TextBlock(text="Checking."), call)),
+        Message(
+            role="user", content=(ToolResultBlock(tool_call_id="c1", name="get_weather", content=result),)
+        ),
+    ]
+    model = LocalModel(tiny_gguf, n_ctx=1024, seed=3)
+    request = ModelRequest(
+        model="tiny",
+        messages=messages,
+        tools=[WEATHER],
+        settings=ModelSettings(max_tokens=30, temperature=1.0),
+    )
+    got = [e async for e in model.stream(request)]
+    assert not [e for e in got if isinstance(e, ToolCallChunk)]
+    text = "".join(e.text for e in got if isinstance(e, TextChunk))
+    assert text and '{"answer"' not in text
