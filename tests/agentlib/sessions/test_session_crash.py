@@ -13,6 +13,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -74,9 +75,14 @@ def kill_once(path: Path, rng: random.Random) -> tuple[int, int]:
     return int(ready[1]), reported[-1] if reported else int(ready[1]) - 1
 
 
+_WARNINGS = threading.Lock()
+
+
 def check(path: Path, at_least: int) -> tuple[int, bool]:
     """The file loads; messages 0..n-1 are all there, intact, in order; n > ``at_least``."""
-    with warnings.catch_warnings(record=True) as caught:
+    # catch_warnings swaps process-wide filters: without the lock, the other file's thread can
+    # restore pytest's "error" filter while this one is inside, turning its warning into a failure.
+    with _WARNINGS, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         state = Session.open(path, read_only=True).state
     torn = any(issubclass(w.category, SessionWarning) and "torn" in str(w.message) for w in caught)
