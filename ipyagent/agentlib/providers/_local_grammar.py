@@ -19,6 +19,7 @@ __all__ = [
     "AfterResults",
     "answer_grammar",
     "callable_tools",
+    "called_by_name",
     "names_a_tool",
     "tool_call_schema",
     "tool_grammar",
@@ -72,20 +73,20 @@ _TEXT_RULES = (
 )
 
 
-def tool_grammar(tools: Sequence[ToolSpec]) -> str:
+def tool_grammar(tools: Sequence[ToolSpec], *, text: bool = True) -> str:
     """GBNF for "call tools with valid arguments (in ``<tool_call>`` tags, or as a fenced JSON
     block) | answer in text". The model's own first tokens pick the branch; once it opens a
     call, the name is one of ``tools`` and the arguments match that tool's schema. With no
-    tools: text only."""
+    tools: text only. With ``text=False`` the reply must be calls in tags."""
     if not tools:
         return "root ::= x-text\n" + _TEXT_RULES
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     calls = json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
     calls = re.sub(r"^root ::=", "x-tool-call-json ::=", calls, count=1, flags=re.MULTILINE)
+    root = "root ::= x-tool-calls | x-fenced-call | x-text\n" if text else "root ::= x-tool-calls\n"
     return (
-        "root ::= x-tool-calls | x-fenced-call | x-text\n"
-        'x-tool-calls ::= x-tool-call ("\\n" x-tool-call)*\n'
+        root + 'x-tool-calls ::= x-tool-call ("\\n" x-tool-call)*\n'
         'x-tool-call ::= "<tool_call>\\n" x-tool-call-json "\\n</tool_call>"\n'
         'x-fenced-call ::= "```json\\n" x-tool-call-json "\\n```"\n' + _TEXT_RULES + calls
     )
@@ -123,6 +124,34 @@ def names_a_tool(request: ModelRequest, tools: Sequence[ToolSpec]) -> bool:
         return False
     text = last.text
     return any(re.search(rf"(?<![\w-]){re.escape(t.name)}(?![\w-])", text) for t in tools)
+
+
+# "Call describe_variable ...", "use `run_python` to ...": an instruction to call a tool by name.
+_CALL_VERB = r"(?:call|use|run|invoke|calling|using|running)\s+(?:the\s+)?(?:tool\s+|function\s+)?`?"
+# "don't call X", "without using X", "no need to run X": not an instruction to call it.
+_NEGATION = re.compile(r"(?:\b(?:not|never|without|no|nor|avoid|instead\s+of)|n't)(?:\s+\w+){0,2}\s+$", re.I)
+
+
+def called_by_name(request: ModelRequest, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """The tools among ``tools`` that the user's last message tells the model to call by name
+    ("Call describe_variable with name 'sales'", "use `run_python` to ..."), unless the
+    instruction is negated ("don't call ...", "without using ...").
+
+    Asked to "call describe_variable", Qwen2.5-Coder-1.5B described the variable from memory in
+    most tries, even with the call openers nudged (``tool_call_bias``); such a turn gets a
+    grammar that only allows calls to the named tools."""
+    last = request.messages[-1] if request.messages else None
+    if last is None or last.role != "user" or last.tool_results:
+        return []
+    text = last.text
+    named = []
+    for tool in tools:
+        pattern = rf"(?<![\w-]){_CALL_VERB}{re.escape(tool.name)}(?![\w-])"
+        for match in re.finditer(pattern, text, re.IGNORECASE):
+            if not _NEGATION.search(text[: match.start()]):
+                named.append(tool)
+                break
+    return named
 
 
 def answer_grammar() -> str:

@@ -37,6 +37,7 @@ from ._local_grammar import (
     AfterResults,
     answer_grammar,
     callable_tools,
+    called_by_name,
     names_a_tool,
     tool_call_schema,
     tool_grammar,
@@ -76,10 +77,11 @@ class LocalModel:
         temperature: Sampling temperature when the request does not set one.
         seed: Sampling seed, for reproducible replies.
         tool_call_bias: Added to the logits of the call openers (``<tool_call>`` and ``<``) as
-            the reply's first token when the user's message names an offered tool: asked to
-            "call describe_variable", Qwen2.5-Coder-1.5B described the variable from memory
-            instead. Not applied otherwise: on every turn (2.0) it made the model call a tool
-            for "In Python, which keyword defines a function?".
+            the reply's first token when the user's message mentions an offered tool ("is
+            `get_weather` right for Oslo?"). Not applied otherwise: on every turn (2.0) it made
+            the model call a tool for "In Python, which keyword defines a function?". A message
+            that tells the model to call a tool by name ("call describe_variable ...") goes
+            further: the reply may only be a call to it (see :func:`called_by_name`).
         after_results: Which tools the turn after successful tool results may call: ``"none"``
             (default: it answers, written as a JSON envelope that leaves the model no way to
             call again, and streamed as plain text), ``"others"`` or ``"all"``. See
@@ -145,9 +147,13 @@ class LocalModel:
         grammar: str | None = None
         # With tools held back this turn, the reply is an answer envelope (see ANSWER_OPENER).
         envelope = self.tool_mode == "grammar" and bool(request.tools) and not offered
+        # Told to call a tool by name, the model may only call (one of) the tools named.
+        named = called_by_name(request, offered) if self.tool_mode == "grammar" else []
         if envelope:
             prompt += ANSWER_OPENER
             grammar = answer_grammar()
+        elif named:
+            grammar = await asyncio.to_thread(_grammar, tuple(named), text=False)
         elif request.tools and self.tool_mode == "grammar":
             grammar = await asyncio.to_thread(_grammar, tuple(offered))
         tokens = tokenize(llm, prompt)
@@ -161,7 +167,7 @@ class LocalModel:
         max_tokens = min(budget, request.settings.max_tokens or self.max_reply_tokens)
         temperature = request.settings.temperature
         temperature = self.temperature if temperature is None else temperature
-        bias = self.tool_call_bias if not envelope and names_a_tool(request, offered) else 0.0
+        bias = self.tool_call_bias if not (envelope or named) and names_a_tool(request, offered) else 0.0
         job = Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | Done | BaseException] = asyncio.Queue()
@@ -206,6 +212,6 @@ class LocalModel:
             job.stop.set()  # the worker sees it before its next token and lets go of the model
 
 
-def _grammar(tools: tuple[ToolSpec, ...]) -> str:
+def _grammar(tools: tuple[ToolSpec, ...], text: bool = True) -> str:
     import_llama()  # tool_grammar needs llama_cpp's JSON-schema converter
-    return tool_grammar(tools)
+    return tool_grammar(tools, text=text)

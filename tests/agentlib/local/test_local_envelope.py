@@ -1,4 +1,5 @@
-"""The answer envelope of the turn after tool results, and the conditional nudge toward a call."""
+"""The answer envelope of the turn after tool results, the nudge toward a call when the user
+mentions a tool, and the call-only reply when the user says to call one."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from ipyagent.agentlib.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
-from ipyagent.agentlib.providers._local_grammar import answer_grammar, names_a_tool
+from ipyagent.agentlib.providers._local_grammar import (
+    answer_grammar,
+    called_by_name,
+    names_a_tool,
+    tool_grammar,
+)
 from ipyagent.agentlib.providers._local_parse import AnswerDecoder, ReplyReader
 from ipyagent.agentlib.providers.base import (
     ModelRequest,
@@ -116,6 +122,65 @@ def test_a_tool_result_is_not_the_user_naming_a_tool() -> None:
     result = ToolResultBlock(tool_call_id="c1", name="get_weather", content="get_weather: ok")
     request = ModelRequest(model="m", messages=[Message(role="user", content=(result,))], tools=[WEATHER])
     assert not names_a_tool(request, [WEATHER])
+
+
+PYTHON = ToolSpec(
+    name="run_python",
+    description="Run code.",
+    parameters={"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('Call get_weather with city "Oslo".', ["get_weather"]),
+        ("Use `run_python` to compute it.", ["run_python"]),
+        ("please call the tool get_weather for Oslo", ["get_weather"]),
+        ("Use run_python, not get_weather.", ["run_python"]),
+        ("Don't guess: call get_weather for Oslo.", ["get_weather"]),  # the negation is elsewhere
+        ("Call get_weather for Oslo, then run_python on it.", ["get_weather"]),  # only one is an order
+        ("Don't call run_python, just answer.", []),
+        ("Without using get_weather, guess Oslo's weather.", []),
+        ("Do not ever call run_python.", []),
+        ("What does get_weather return?", []),  # named, not an instruction
+        ("call get_weather_now", []),  # a different word
+    ],
+)
+def test_called_by_name(text: str, expected: list[str]) -> None:
+    request = ModelRequest(model="m", messages=[Message.user(text)], tools=[WEATHER, PYTHON])
+    assert [t.name for t in called_by_name(request, [WEATHER, PYTHON])] == expected
+
+
+def test_a_tool_result_is_not_an_instruction_to_call() -> None:
+    result = ToolResultBlock(tool_call_id="c1", name="get_weather", content="call get_weather again")
+    request = ModelRequest(model="m", messages=[Message(role="user", content=(result,))], tools=[WEATHER])
+    assert called_by_name(request, [WEATHER]) == []
+
+
+async def test_told_to_call_a_tool_the_reply_is_that_call(tiny_gguf: Path) -> None:
+    # Random weights would almost never open a call on their own: the grammar makes them.
+    city = {"type": "string", "enum": ["Oslo", "Rome"]}  # short arguments, closed within budget
+    weather = WEATHER.model_copy(update={"parameters": {**WEATHER.parameters, "properties": {"city": city}}})
+    model = LocalModel(tiny_gguf, n_ctx=2048, seed=5)  # room for two tools in the prompt
+    request = ModelRequest(
+        model="tiny",
+        messages=[Message.user('Call get_weather with city "Oslo".')],
+        tools=[weather, PYTHON],
+        settings=ModelSettings(max_tokens=200, temperature=1.0),
+    )
+    got = [e async for e in model.stream(request)]
+    assert isinstance(got[0], ToolCallChunk)
+    calls = [e for e in got if isinstance(e, ToolCallChunk)]
+    assert {c.name for c in calls} == {"get_weather"}
+    assert all(json.loads(c.arguments)["city"] in ("Oslo", "Rome") for c in calls)
+
+
+def test_the_call_only_grammar_compiles() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    grammar = tool_grammar([WEATHER], text=False)
+    assert grammar.startswith("root ::= x-tool-calls\n")
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
 
 
 def test_the_answer_grammar_compiles() -> None:
