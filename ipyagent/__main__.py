@@ -46,6 +46,8 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, 
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+    from .kernel.notebook_path import HEADLESS_ENV
+
     nb = nbformat.read(str(path), as_version=4)
     cassette = _recorded_cassette(path) if record else None
     kept = cassette.read_bytes() if cassette is not None and cassette.exists() else None
@@ -62,6 +64,8 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, 
         )
         # Always this notebook: run from another notebook's kernel, the variable names that one.
         os.environ["JPY_SESSION_NAME"] = str(path.resolve())
+        # No front end: the agent's notebook tools must not edit the file this run executes.
+        os.environ[HEADLESS_ENV] = "1"
         if record:
             os.environ["IPYAGENT_REPLAY"] = "record"
         client = NotebookClient(

@@ -6,7 +6,9 @@
 configuration) sets ``$IPYAGENT_REPLAY`` for the whole test session, so every kernel nbval
 starts inherits it; see :mod:`ipyagent.kernel.replay`. While record or replay is on, a kernel
 started for a notebook is also told which notebook it runs (``$JPY_SESSION_NAME``, as Jupyter
-Server does), so ``analysis.ipynb`` finds ``analysis.cassette.jsonl`` beside it.
+Server does), so ``analysis.ipynb`` finds ``analysis.cassette.jsonl`` beside it. Every notebook
+kernel is told it runs headless (``$IPYAGENT_HEADLESS``), so the agent's notebook tools leave the
+notebook under test unchanged.
 
 This module owns the option and the environment it sets, nothing else; it is registered as the
 ``ipyagent`` pytest11 entry point.
@@ -21,7 +23,8 @@ import pytest
 
 __all__ = ["pytest_addoption", "pytest_configure", "pytest_report_header", "pytest_unconfigure"]
 
-ENV_MODE = "IPYAGENT_REPLAY"  # the same names as ipyagent.kernel.replay, without importing it
+ENV_MODE = "IPYAGENT_REPLAY"  # the same names as ipyagent.kernel, without importing it
+ENV_HEADLESS = "IPYAGENT_HEADLESS"
 MODES = ("record", "replay", "off")
 _saved = pytest.StashKey[tuple[bool, str | None]]()
 
@@ -71,20 +74,24 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    # nbval starts a notebook's kernel while setting up its first cell: tell that kernel its
-    # notebook, then restore the environment for whatever runs next in this process.
-    # Set even when the variable is already there: pytest run from a notebook's kernel inherits
-    # that notebook's name, which is not the one under test.
+    # nbval starts a notebook's kernel while setting up its first cell: tell that kernel it runs
+    # headless (its notebook tools must not edit the file under test) and, while record or replay
+    # is on, which notebook it runs; then restore the environment for whatever runs next here.
+    # The name is set even when the variable is already there: pytest run from a notebook's
+    # kernel inherits that notebook's name, which is not the one under test.
     path = getattr(item, "path", None)
-    replaying = os.environ.get(ENV_MODE, "off").strip().lower() not in ("", "off")
-    if path is None or path.suffix != ".ipynb" or not replaying:
+    if path is None or path.suffix != ".ipynb":
         return (yield)
-    previous = os.environ.get("JPY_SESSION_NAME")
-    os.environ["JPY_SESSION_NAME"] = str(path.resolve())
+    values = {ENV_HEADLESS: "1"}
+    if os.environ.get(ENV_MODE, "off").strip().lower() not in ("", "off"):
+        values["JPY_SESSION_NAME"] = str(path.resolve())
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         return (yield)
     finally:
-        if previous is None:
-            os.environ.pop("JPY_SESSION_NAME", None)
-        else:
-            os.environ["JPY_SESSION_NAME"] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -4,6 +4,11 @@
 ``--session NAME`` uses ``analysis.NAME.agent.jsonl``. The notebook's path comes from Jupyter
 Server (``JPY_SESSION_NAME``, also exposed by ipykernel as ``__session__``); a kernel started
 another way (nbclient, a console) falls back to the working directory.
+
+A notebook run by a headless runner (``python -m ipyagent run``, pytest's nbval) is executed from
+a copy in memory: no front end shows it, and its file is the run's input. The runner says so
+with ``$IPYAGENT_HEADLESS`` (:func:`runs_headless`), and the notebook tools then leave that file
+alone.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["find_notebook", "session_file"]
+__all__ = ["HEADLESS_ENV", "find_notebook", "runs_headless", "session_file"]
+
+HEADLESS_ENV = "IPYAGENT_HEADLESS"
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -31,6 +38,11 @@ def find_notebook(shell: Any = None) -> Path | None:
         if candidate.exists():
             return candidate.resolve()
     return (Path.cwd() / path.name).resolve()
+
+
+def runs_headless() -> bool:
+    """Whether a headless runner executes this kernel's notebook (see the module docstring)."""
+    return os.environ.get(HEADLESS_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def session_file(

@@ -29,7 +29,7 @@ def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
     for key in (
         "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "IPYAGENT_MODEL", "JPY_SESSION_NAME",
-        "IPYAGENT_REPLAY", "IPYAGENT_CASSETTE",
+        "IPYAGENT_REPLAY", "IPYAGENT_CASSETTE", "IPYAGENT_HEADLESS",
     ):  # fmt: skip
         monkeypatch.delenv(key, raising=False)
     work = tmp_path / "work"

@@ -27,10 +27,14 @@ class RecordingShell:
 
 
 async def call_all(
-    notebook: Path | None, calls: list[tuple[str, dict[str, Any]]], shell: RecordingShell | None = None
+    notebook: Path | None,
+    calls: list[tuple[str, dict[str, Any]]],
+    shell: RecordingShell | None = None,
+    *,
+    headless: bool = False,
 ) -> list[ToolResultBlock]:
     """Each call in its own model turn, with one set of tools (as within one ``%%agent`` run)."""
-    tools = notebook_tools(shell or RecordingShell(), MainThread(), notebook)
+    tools = notebook_tools(shell or RecordingShell(), MainThread(), notebook, headless=headless)
     script: list[Any] = [[tool_call(name, arguments)] for name, arguments in calls]
     agent = Agent(model=ScriptedModel([*script, "done"]), tools=tools, auto_approve=True)
     result = await agent.run("go")
@@ -216,6 +220,60 @@ async def test_proposals_need_no_known_notebook() -> None:
     [block] = await call_all(None, [("insert_cell", {"source": "x = 1"})], shell)
     assert not block.is_error
     assert shell.proposed == [("x = 1", False)]
+
+
+# -- a notebook run headless (python -m ipyagent run, nbval) ---------------------------------------
+
+
+async def test_headless_an_indexed_insert_into_this_notebook_is_a_proposal(notebook: Path) -> None:
+    shell = RecordingShell()
+    before = saved(notebook)
+    calls = [
+        ("insert_cell", {"source": "df.describe()", "index": 1}),
+        ("insert_cell", {"source": "## Notes", "cell_type": "markdown", "path": "analysis.ipynb"}),
+    ]
+    blocks = await call_all(notebook, calls, shell, headless=True)
+    assert [b.is_error for b in blocks] == [False, False]
+    assert "the notebook file is not changed" in blocks[0].content
+    assert shell.proposed[-1] == ("df.describe()\n\n%%markdown\n## Notes", False)
+    assert saved(notebook) == before
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("edit_cell", {"cell_id": "load", "old_source": "df = load()\ndf.head()", "new_source": "x"}),
+        ("delete_cell", {"cell_id": "broken", "old_source": "1 / 0"}),
+        ("move_cell", {"cell_id": "broken", "to_index": 0}),
+    ],
+)
+async def test_headless_this_notebook_is_not_edited(
+    notebook: Path, name: str, arguments: dict[str, Any]
+) -> None:
+    before = saved(notebook)
+    [block] = await call_all(notebook, [(name, arguments)], headless=True)
+    assert block.is_error
+    assert "run headless" in block.content and "insert_cell (no index)" in block.content
+    assert saved(notebook) == before
+
+
+async def test_headless_other_notebooks_are_still_edited(notebook: Path) -> None:
+    other = notebook.parent / "other.ipynb"
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", id="only")]), str(other)
+    )
+    [block] = await call_all(
+        notebook, [("insert_cell", {"source": "y = 2", "index": 1, "path": "other.ipynb"})], headless=True
+    )
+    assert not block.is_error
+    assert [c[2] for c in cells(other)] == ["x = 1", "y = 2"]
+
+
+async def test_headless_reading_this_notebook_leaves_out_outputs_of_an_earlier_run(notebook: Path) -> None:
+    [block] = await call_all(notebook, [("read_cells", {})], headless=True)
+    assert "Saved outputs are left out" in block.content
+    assert "df = load()\ndf.head()" in block.content
+    assert "loading..." not in block.content and "--- output ---" not in block.content
 
 
 # -- permissions ---------------------------------------------------------------------------------

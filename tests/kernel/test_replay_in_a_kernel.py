@@ -193,3 +193,33 @@ def test_nbval_strict_passes_offline_from_the_cassette(
     assert result.returncode != 0
     assert "replay_mismatch" in result.stdout
     assert "+  text: What is x, really?" in result.stdout
+
+
+def test_a_headless_run_never_edits_the_notebook_it_runs(jupyter_env: Path) -> None:
+    # The agent asks to insert a cell at index 0 of its own notebook: in a front end that edits
+    # the file; recorded by `run` and replayed by nbval it must not, or testing a notebook would
+    # change it.
+    notebook = jupyter_env / "cells.ipynb"
+    script = "m = ScriptedModel([tool_call('insert_cell', {'source': 'x + 1', 'index': 0}), 'Added.'])"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(SETUP + script),
+        nbformat.v4.new_code_cell("%%agent -m m --new -y --tools notebook -o res\nPut x + 1 in a cell."),
+        nbformat.v4.new_code_cell("print([r.content for m in res.messages for r in m.tool_results])"),
+    ]
+    nbformat.write(nb, notebook)
+    env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME", "IPYAGENT_REPLAY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "ipyagent", "run", str(notebook), "--record"],
+        cwd=jupyter_env, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    recorded = nbformat.read(notebook, as_version=4)
+    assert [c.source for c in recorded.cells] == [c.source for c in nb.cells]
+    assert "the notebook file is not changed" in recorded.cells[2].outputs[0]["text"]
+
+    before = notebook.read_bytes()
+    result = _nbval(notebook)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
+    assert notebook.read_bytes() == before

@@ -38,9 +38,10 @@ def kernel_tools(
 
         tools += python_tools(shell, main, history)
     if "notebook" in groups:
+        from ..notebook_path import runs_headless
         from .notebook import notebook_tools
 
-        tools += notebook_tools(shell, main, notebook)
+        tools += notebook_tools(shell, main, notebook, headless=runs_headless())
     if "files" in groups:
         from .files import file_tools
 

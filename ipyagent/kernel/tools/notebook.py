@@ -10,6 +10,12 @@ How edits reach the user:
   against stale edits: it names the source it expects to replace, and is refused if the cell
   changed. A front end with the file open notices the change on disk and asks before
   overwriting it when the user saves, so unsaved work is never silently replaced.
+
+A notebook run headless (``headless``: ``python -m ipyagent run``, pytest's nbval) is executed
+from a copy in memory, and its file is that run's input: a test run must not change the notebook
+it tests. So there, this kernel's own notebook is never written: every insert is a proposal,
+other edits are refused, and ``read_cells`` leaves out saved outputs, which come from an earlier
+run (a recorded conversation would otherwise differ from its replay).
 """
 
 from __future__ import annotations
@@ -64,8 +70,25 @@ def _outputs_text(cell: Any) -> str:
     return text if len(text) <= OUTPUT_CAP else text[:OUTPUT_CAP] + "\n… (output truncated)"
 
 
-def notebook_tools(shell: Any, main: MainThread, notebook: Path | None) -> list[Tool]:
+_HEADLESS = (
+    "This notebook is being run headless (`python -m ipyagent run`, pytest --nbval), from a copy in "
+    "memory; its file is that run's input and is not edited."
+)
+
+
+def notebook_tools(
+    shell: Any, main: MainThread, notebook: Path | None, *, headless: bool = False
+) -> list[Tool]:
     proposals: list[str] = []
+
+    def runs_from_memory(file: Path) -> bool:
+        return headless and notebook is not None and file.resolve() == notebook.resolve()
+
+    def writable(path: str | None) -> Path:
+        file = target(path)
+        if runs_from_memory(file):
+            raise WorkspaceError(f"{_HEADLESS} Propose new code with insert_cell (no index) instead.")
+        return file
 
     def target(path: str | None) -> Path:
         if path:  # confined like the file tools: the notebook's folder is the workspace
@@ -83,14 +106,20 @@ def notebook_tools(shell: Any, main: MainThread, notebook: Path | None) -> list[
         Args:
             path: Notebook path; default: the notebook this kernel belongs to (as last saved).
         """
-        nb = _load(target(path))
-        parts = []
+        file = target(path)
+        nb = _load(file)
+        with_outputs = not runs_from_memory(file)
+        parts = (
+            []
+            if with_outputs
+            else [f"({_HEADLESS} Saved outputs are left out: they are from an earlier run.)"]
+        )
         for index, cell in enumerate(nb.cells):
             head = f"[{index}] id={cell.get('id', '?')} {cell.cell_type}"
             if cell.cell_type == "code" and cell.get("execution_count"):
                 head += f" (ran as In [{cell.execution_count}])"
             part = f"{head}\n{cell.source}"
-            outputs = _outputs_text(cell) if cell.cell_type == "code" else ""
+            outputs = _outputs_text(cell) if with_outputs and cell.cell_type == "code" else ""
             if outputs:
                 part += f"\n--- output ---\n{outputs}"
             parts.append(part)
@@ -109,11 +138,17 @@ def notebook_tools(shell: Any, main: MainThread, notebook: Path | None) -> list[
         """
         if cell_type not in ("code", "markdown"):
             raise WorkspaceError('cell_type must be "code" or "markdown".')
-        if index is None and path is None:
+        own = index is None and path is None
+        if own or runs_from_memory(target(path)):
             text = source if cell_type == "code" else f"%%markdown\n{source}"
             proposals.append(text)
             joined = "\n\n".join(proposals)
             await main.run(lambda: shell.set_next_input(joined, replace=False))
+            if headless:
+                return (
+                    "Proposed the cell below the current one (this run is headless: the notebook "
+                    "file is not changed)."
+                )
             return "Proposed the cell below the current one; the user sees it in the notebook."
         import nbformat
 
@@ -135,7 +170,7 @@ def notebook_tools(shell: Any, main: MainThread, notebook: Path | None) -> list[
             new_source: Its new source.
             path: Notebook path (default: this one).
         """
-        file = target(path)
+        file = writable(path)
         nb = _load(file)
         cell = nb.cells[_find(nb, cell_id)]
         if cell.source != old_source:
@@ -157,7 +192,7 @@ def notebook_tools(shell: Any, main: MainThread, notebook: Path | None) -> list[
             old_source: The source you expect the cell to have, exactly.
             path: Notebook path (default: this one).
         """
-        file = target(path)
+        file = writable(path)
         nb = _load(file)
         index = _find(nb, cell_id)
         if nb.cells[index].source != old_source:
@@ -174,7 +209,7 @@ def notebook_tools(shell: Any, main: MainThread, notebook: Path | None) -> list[
             to_index: Its new index (0 = first).
             path: Notebook path (default: this one).
         """
-        file = target(path)
+        file = writable(path)
         nb = _load(file)
         cell = nb.cells.pop(_find(nb, cell_id))
         position = max(0, min(to_index, len(nb.cells)))
