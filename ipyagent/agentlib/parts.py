@@ -196,11 +196,16 @@ class PartsAssembler:
 
     def message(self, *, model: str, interrupted: bool = False) -> Message:
         """The assembled assistant message. With ``interrupted``, unfinished tool calls are left
-        out (they never completed, so no result could answer them)."""
+        out (they never completed, so no result could answer them), and the text on either side
+        of one is joined into one block."""
         content: list[ContentBlock] = []
         for part in self._parts:
             if isinstance(part, _Text):
-                content.append(TextBlock(text="".join(part.chunks)))
+                text = "".join(part.chunks)
+                if interrupted and content and isinstance(content[-1], TextBlock):
+                    content[-1] = TextBlock(text=content[-1].text + text)
+                else:
+                    content.append(TextBlock(text=text))
             elif isinstance(part, _Thinking):
                 content.append(
                     ThinkingBlock(

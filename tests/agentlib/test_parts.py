@@ -272,6 +272,21 @@ def test_an_interrupted_message_drops_tool_calls_and_is_cancelled() -> None:
     assert asm.message(model="m").tool_calls  # not interrupted: the call is kept
 
 
+def test_text_around_a_dropped_call_is_one_block() -> None:
+    asm = counter_ids()
+    chunks = [
+        TextChunk(text="Let me "),
+        ToolCallChunk(key=0, id="c", name="f", arguments='{"x"'),
+        TextChunk(text="check "),
+        ToolCallChunk(key=1, id="d", name="f", arguments="{"),
+        TextChunk(text="first."),
+    ]
+    for chunk in chunks:
+        asm.feed(chunk)
+    assert asm.message(model="m", interrupted=True).content == (TextBlock(text="Let me check first."),)
+    assert len(asm.message(model="m").content) == 5  # not interrupted: every part stays
+
+
 # -- bookkeeping ---------------------------------------------------------------------------------
 
 
