@@ -216,6 +216,9 @@ class ReplyReader:
         self._calls = ToolTextParser(tool_names)
         self._seen: set[tuple[str, str]] = set()
         self._repeated = False
+        # Whitespace written after a call (the grammar's separator before another one) is held:
+        # it is text only if more text follows.
+        self._after_call: str | None = None
         self.calls = 0  # tool calls found so far
 
     @property
@@ -252,11 +255,16 @@ class ReplyReader:
             if self._repeated:
                 break
             if isinstance(part, str):
-                events.append(TextChunk(text=part))
+                if self._after_call is not None and not part.strip():
+                    self._after_call += part
+                    continue
+                events.append(TextChunk(text=(self._after_call or "") + part))
+                self._after_call = None
             elif (part.name, part.arguments) in self._seen:
                 self._repeated = True
             else:
                 self._seen.add((part.name, part.arguments))
                 events.append(ToolCallChunk(key=self.calls, name=part.name, arguments=part.arguments))
+                self._after_call = ""
                 self.calls += 1
         return events

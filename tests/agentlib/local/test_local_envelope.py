@@ -92,6 +92,14 @@ def test_a_call_written_again_ends_the_reply() -> None:
     assert "then more text" not in "".join(e.text for e in got if isinstance(e, TextChunk))
 
 
+def test_whitespace_after_a_call_is_not_text_unless_text_follows() -> None:
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    got = events(ReplyReader(["get_weather"]), [call, "\n", " \n"])
+    assert [type(e) for e in got] == [ToolCallChunk]
+    got = events(ReplyReader(["get_weather"]), [call, "\n", "\nDone."])
+    assert got[1:] == [TextChunk(text="\n\nDone.")]
+
+
 def test_the_reader_keeps_order_of_thinking_text_and_calls() -> None:
     reader = ReplyReader(["get_weather"])
     call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
