@@ -133,7 +133,8 @@ def notebook_tools(
         Args:
             source: The new cell's content.
             cell_type: "code" or "markdown".
-            index: Position in the saved notebook file to insert at (0 = first).
+            index: Leave out to propose the cell below the running one (usual). Else a position
+                in the saved notebook file (0 = first).
             path: Another notebook to edit (default: this one).
         """
         if cell_type not in ("code", "markdown"):
