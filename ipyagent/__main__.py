@@ -77,6 +77,8 @@ def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, 
             # text is in the outputs anyway.
             store_widget_state=False,
         )
+        # Widget state saved by an earlier run describes views whose outputs are replaced now.
+        nb.metadata.pop("widgets", None)
         failed = False
         try:
             client.execute()

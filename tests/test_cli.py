@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 
 
-def write(path: Path, cells: list[str]) -> None:
-    nb = nbformat.v4.new_notebook()
+def write(path: Path, cells: list[str], **metadata: object) -> None:
+    nb = nbformat.v4.new_notebook(metadata=metadata)
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     nbformat.write(nb, str(path))
 
@@ -38,6 +38,8 @@ def test_run_prints_each_agent_cell_and_saves_the_executed_notebook(tmp_path: Pa
             "m = ScriptedModel([tool_call('list_variables'), 'There is one variable, m.'])",
             "%%agent -m m --new\nWhat variables are there?",
         ],
+        # as saved by an earlier run that kept its views' state
+        widgets={"application/vnd.jupyter.widget-state+json": {"state": {"x": {}}, "version_major": 2}},
     )
     done = run(["run", str(notebook), "--output", str(tmp_path / "out.ipynb")], tmp_path)
     assert done.returncode == 0, done.stderr

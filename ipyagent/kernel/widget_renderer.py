@@ -37,7 +37,8 @@ HELLO_WAIT = 1.0
 
 class WidgetRenderer:
     """The live view; plus, when no front end showed it (nbclient, nbval, nbconvert), the run's
-    text as an ordinary output at the end, for nbval to compare and static viewers to show."""
+    text and what its tools displayed as ordinary outputs at the end, for nbval to compare and
+    static viewers to show."""
 
     def __init__(
         self, agent: Agent, *, interval: float = 0.05, poll: Callable[[], None] | None = None
@@ -72,6 +73,11 @@ class WidgetRenderer:
             plain = "\n".join(filter(None, map(block_plain, blocks)))
             markdown = "\n\n".join(filter(None, map(block_markdown, blocks)))
             display(Output(plain, markdown))  # type: ignore[no-untyped-call]
+            # What the tools showed the user (figures, tables) lives in the view's state, which
+            # such a notebook does not keep.
+            for block in blocks:
+                for bundle in block.get("display") or []:
+                    display(bundle, raw=True)  # type: ignore[no-untyped-call]
 
     def _front_end_seen(self) -> bool:
         # A short run may end before the front end rendered the view: give it a moment.

@@ -53,6 +53,19 @@ def test_variables_are_interpolated_and_tools_see_the_users_namespace(kernel: Ke
     assert lines[3:] in (["[result]", "8"], ["[result]", "np.int64(8)"])  # numpy 2 reprs scalars so
 
 
+def test_with_no_front_end_what_tools_displayed_is_kept_in_the_cell(kernel: Kernel) -> None:
+    code = "import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])"
+    reply, _ = kernel.run(
+        SETUP + f"m = ScriptedModel([tool_call('run_python', {{'code': {code!r}}}), 'Plotted.'])"
+    )
+    assert reply["status"] == "ok", reply
+    reply, outputs = kernel.run("%%agent -y -m m\nplot it")
+    assert reply["status"] == "ok", reply
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 1, [sorted(o.get("data", {})) for o in outputs]
+    assert outputs.index(images[0]) > max(i for i, o in enumerate(outputs) if "Plotted." in text_of([o]))
+
+
 def test_headless_runs_deny_tools_that_change_things(kernel: Kernel) -> None:
     kernel.run(SETUP + "m = ScriptedModel([tool_call('run_python', {'code': 'hacked = 1'}), 'I could not.'])")
     reply, outputs = kernel.run("%%agent -m m\nset hacked")
