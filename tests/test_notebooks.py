@@ -48,6 +48,8 @@ def test_each_notebook_was_run_from_the_top_and_kept_its_outputs(path: Path) -> 
     for cell in agent_cells(nb):
         shown = [o for o in cell.outputs if o.output_type in ("display_data", "stream", "execute_result")]
         assert shown, f"{path.name}: a %%agent cell has no output:\n{cell.source}"
+    # Each view's saved state carries the whole front-end bundle: hundreds of KB of noise in a diff.
+    assert "widgets" not in nb.metadata, f"{path.name} keeps widget state: save it without (or run it)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
