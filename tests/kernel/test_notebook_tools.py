@@ -107,24 +107,49 @@ async def test_without_a_known_notebook_the_error_says_to_pass_a_path() -> None:
     assert "pass the notebook's path" in block.content
 
 
-async def test_insert_at_an_index(notebook: Path) -> None:
-    block = await call(notebook, "insert_cell", {"source": "df.describe()", "index": 1})
+@pytest.fixture
+def other(notebook: Path) -> Path:
+    """A copy of ``notebook`` beside it: another notebook than the kernel's own."""
+    copy = notebook.with_name("other.ipynb")
+    copy.write_bytes(notebook.read_bytes())
+    return copy
+
+
+async def test_insert_into_another_notebook_at_an_index(notebook: Path, other: Path) -> None:
+    block = await call(
+        notebook, "insert_cell", {"source": "df.describe()", "index": 1, "path": "other.ipynb"}
+    )
     assert not block.is_error
-    ids = [c[0] for c in cells(notebook)]
+    ids = [c[0] for c in cells(other)]
     assert ids[0] == "title" and ids[2:] == ["load", "noisy", "broken"]
-    assert cells(notebook)[1][1:] == ("code", "df.describe()")
-    assert block.content == f"Inserted a code cell with id {ids[1]} at index 1 of analysis.ipynb."
+    assert cells(other)[1][1:] == ("code", "df.describe()")
+    assert block.content == f"Inserted a code cell with id {ids[1]} at index 1 of other.ipynb."
 
 
-async def test_insert_a_markdown_cell_past_the_end_appends_it(notebook: Path) -> None:
-    block = await call(notebook, "insert_cell", {"source": "## Notes", "cell_type": "markdown", "index": 99})
+async def test_insert_a_markdown_cell_past_the_end_appends_it(notebook: Path, other: Path) -> None:
+    arguments = {"source": "## Notes", "cell_type": "markdown", "index": 99, "path": "other.ipynb"}
+    block = await call(notebook, "insert_cell", arguments)
     assert "at index 4" in block.content
-    assert cells(notebook)[-1][1:] == ("markdown", "## Notes")
+    assert cells(other)[-1][1:] == ("markdown", "## Notes")
+
+
+async def test_an_index_into_this_notebook_is_still_a_proposal_below(notebook: Path) -> None:
+    # Written to the file, the cell would sit where the user does not look, unseen until reload.
+    shell = RecordingShell()
+    before = saved(notebook)
+    calls = [
+        ("insert_cell", {"source": "df.describe()", "index": 1}),
+        ("insert_cell", {"source": "df.plot()", "index": 0, "path": "analysis.ipynb"}),
+    ]
+    blocks = await call_all(notebook, calls, shell)
+    assert all(b.content.startswith("Proposed the cell below the current one;") for b in blocks)
+    assert shell.proposed[-1] == ("df.describe()\n\ndf.plot()", False)
+    assert saved(notebook) == before
 
 
 async def test_an_unknown_cell_type_is_refused(notebook: Path) -> None:
     before = saved(notebook)
-    block = await call(notebook, "insert_cell", {"source": "x", "cell_type": "raw", "index": 0})
+    block = await call(notebook, "insert_cell", {"source": "x", "cell_type": "raw"})
     assert block.is_error
     assert 'cell_type must be "code" or "markdown"' in block.content
     assert saved(notebook) == before
@@ -225,7 +250,7 @@ async def test_proposals_need_no_known_notebook() -> None:
 # -- a notebook run headless (python -m ipyagent run, nbval) ---------------------------------------
 
 
-async def test_headless_an_indexed_insert_into_this_notebook_is_a_proposal(notebook: Path) -> None:
+async def test_headless_an_insert_into_this_notebook_says_the_file_is_not_changed(notebook: Path) -> None:
     shell = RecordingShell()
     before = saved(notebook)
     calls = [
@@ -253,7 +278,7 @@ async def test_headless_this_notebook_is_not_edited(
     before = saved(notebook)
     [block] = await call_all(notebook, [(name, arguments)], headless=True)
     assert block.is_error
-    assert "run headless" in block.content and "insert_cell (no index)" in block.content
+    assert "run headless" in block.content and "with insert_cell instead" in block.content
     assert saved(notebook) == before
 
 

@@ -2,10 +2,11 @@
 
 How edits reach the user:
 
-- ``insert_cell`` with no ``index`` on the notebook this kernel belongs to proposes the cell
-  through the kernel's ``set_next_input`` payload: the front end adds it below the running
-  cell, in the user's own document, where nothing can be overwritten. (Front ends apply one
-  such proposal per cell run, so several are joined into one cell.)
+- ``insert_cell`` on the notebook this kernel belongs to proposes the cell through the
+  kernel's ``set_next_input`` payload: the front end adds it below the running cell, in the
+  user's own document, where nothing can be overwritten and the user sees it at once. (Front
+  ends apply one such proposal per cell run, so several are joined into one cell.) Small models
+  fill in an ``index`` they were not asked for; it applies only to another notebook's file.
 - Every other edit is applied to the saved ``.ipynb`` with nbformat, atomically, and guarded
   against stale edits: it names the source it expects to replace, and is refused if the cell
   changed. A front end with the file open notices the change on disk and asks before
@@ -81,13 +82,16 @@ def notebook_tools(
 ) -> list[Tool]:
     proposals: list[str] = []
 
+    def this_notebook(file: Path) -> bool:
+        return notebook is not None and file.resolve() == notebook.resolve()
+
     def runs_from_memory(file: Path) -> bool:
-        return headless and notebook is not None and file.resolve() == notebook.resolve()
+        return headless and this_notebook(file)
 
     def writable(path: str | None) -> Path:
         file = target(path)
         if runs_from_memory(file):
-            raise WorkspaceError(f"{_HEADLESS} Propose new code with insert_cell (no index) instead.")
+            raise WorkspaceError(f"{_HEADLESS} Propose new code with insert_cell instead.")
         return file
 
     def target(path: str | None) -> Path:
@@ -128,19 +132,18 @@ def notebook_tools(
     async def insert_cell(
         source: str, cell_type: str = "code", index: int | None = None, path: str | None = None
     ) -> str:
-        """Add a cell. With no index (and no path) it is proposed right below the running cell.
+        """Add a cell. In this notebook it is proposed right below the running cell, where the
+        user sees it at once; in another notebook (``path``) it is inserted at ``index``.
 
         Args:
             source: The new cell's content.
             cell_type: "code" or "markdown".
-            index: Leave out to propose the cell below the running one (usual). Else a position
-                in the saved notebook file (0 = first).
-            path: Another notebook to edit (default: this one).
+            index: Only with ``path``: the position in that notebook (0 = first; default: last).
+            path: Another notebook to add the cell to (default: this one).
         """
         if cell_type not in ("code", "markdown"):
             raise WorkspaceError('cell_type must be "code" or "markdown".')
-        own = index is None and path is None
-        if own or runs_from_memory(target(path)):
+        if path is None or this_notebook(target(path)):
             text = source if cell_type == "code" else f"%%markdown\n{source}"
             proposals.append(text)
             joined = "\n\n".join(proposals)
