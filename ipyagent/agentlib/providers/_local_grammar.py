@@ -77,14 +77,19 @@ def tool_grammar(tools: Sequence[ToolSpec], *, text: bool = True) -> str:
     """GBNF for "call tools with valid arguments (in ``<tool_call>`` tags, or as a fenced JSON
     block) | answer in text". The model's own first tokens pick the branch; once it opens a
     call, the name is one of ``tools`` and the arguments match that tool's schema. With no
-    tools: text only. With ``text=False`` the reply must be calls in tags."""
+    tools: text only. With ``text=False`` the reply must be calls in tags, as many as there are
+    tools at most: told to call one tool, small models otherwise chain calls with made-up
+    arguments (``describe_variable(name="sales_region_units_max")`` ...)."""
     if not tools:
         return "root ::= x-text\n" + _TEXT_RULES
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     calls = json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
     calls = re.sub(r"^root ::=", "x-tool-call-json ::=", calls, count=1, flags=re.MULTILINE)
-    root = "root ::= x-tool-calls | x-fenced-call | x-text\n" if text else "root ::= x-tool-calls\n"
+    if text:
+        root = "root ::= x-tool-calls | x-fenced-call | x-text\n"
+    else:
+        root = "root ::= x-tool-call" + ' ("\\n" x-tool-call)?' * (len(tools) - 1) + "\n"
     return (
         root + 'x-tool-calls ::= x-tool-call ("\\n" x-tool-call)*\n'
         'x-tool-call ::= "<tool_call>\\n" x-tool-call-json "\\n</tool_call>"\n'

@@ -179,16 +179,19 @@ async def test_told_to_call_a_tool_the_reply_is_that_call(tiny_gguf: Path) -> No
     )
     got = [e async for e in model.stream(request)]
     assert isinstance(got[0], ToolCallChunk)
-    calls = [e for e in got if isinstance(e, ToolCallChunk)]
-    assert {c.name for c in calls} == {"get_weather"}
-    assert all(json.loads(c.arguments)["city"] in ("Oslo", "Rome") for c in calls)
+    [call] = [e for e in got if isinstance(e, ToolCallChunk)]  # one tool named: one call
+    assert call.name == "get_weather"
+    assert json.loads(call.arguments)["city"] in ("Oslo", "Rome")
 
 
 def test_the_call_only_grammar_compiles() -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
     grammar = tool_grammar([WEATHER], text=False)
-    assert grammar.startswith("root ::= x-tool-calls\n")
+    assert grammar.startswith("root ::= x-tool-call\n")  # one call, not a chain of them
     llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
+    two = tool_grammar([WEATHER, PYTHON], text=False)
+    assert two.startswith('root ::= x-tool-call ("\\n" x-tool-call)?\n')
+    llama_cpp.LlamaGrammar.from_string(two, verbose=False)
 
 
 def test_the_answer_grammar_compiles() -> None:
