@@ -165,3 +165,21 @@ def test_the_tool_grammar_compiles() -> None:
         ),
     ]
     llama_cpp.LlamaGrammar.from_string(tool_grammar(tools), verbose=False)
+
+
+async def test_a_long_run_of_whitespace_ends_the_reply(tiny_gguf: Path) -> None:
+    # A grammar that allows only newlines (and no end for a long while) stands in for a model
+    # stuck writing them.
+    from ipyagent.agentlib.providers._local_llama import MAX_BLANK_RUN, Done, Job
+
+    loaded = load(tiny_gguf, 1024, None)
+    tokens = loaded.llm.tokenize(b"Hello", add_bos=True, special=True)
+    job = Job(loaded, tokens, 500, 1.0, 'root ::= "\\n"{1000}', 0, 0.0)
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    await asyncio.to_thread(job.run, asyncio.get_running_loop(), queue)
+    await asyncio.sleep(0)  # the worker's items are delivered through the loop
+    items = [queue.get_nowait() for _ in range(queue.qsize())]
+    done = items[-1]
+    assert isinstance(done, Done), done
+    assert (done.generated, done.truncated) == (MAX_BLANK_RUN, False)
+    assert set("".join(i for i in items if isinstance(i, str))) == {"\n"}
