@@ -1,33 +1,102 @@
-"""``python -m ipyagent``: run a notebook that uses the agent, headless, and show what it did.
+"""``python -m ipyagent run``: run notebooks that use the agent, headless, and show what they did.
 
     python -m ipyagent run notebooks/01-quickstart.ipynb [--output executed.ipynb] [--timeout 900]
-    python -m ipyagent run analysis.ipynb --record     # record its cassette, save it executed
+    python -m ipyagent run notebooks/ --jobs 2          # every notebook in a folder, two at a time
+    python -m ipyagent run analysis.ipynb --record      # record its cassette, save it executed
 
-Each cell runs in a fresh kernel of this Python (as "Run All" would); for every ``%%agent``
-cell the prompt and what the agent answered are printed. Exits non-zero if a cell fails.
-``--record`` records every model request to the notebook's cassette (``analysis.cassette.jsonl``)
-and saves the notebook with its outputs, so that ``pytest --nbval --ipyagent-replay=replay``
-checks it offline; see docs/regression-testing.md.
+Each notebook runs in a fresh kernel of this Python (as "Run All" would). For every ``%%agent``
+cell the prompt and what the agent answered are printed; a cell that failed is shown with its
+error, and the cells after it say they did not run. A last line sums up each notebook. Exits
+non-zero if any notebook failed. ``--record`` records every model request to the notebook's
+cassette (``analysis.cassette.jsonl``) and saves the notebook with its outputs, so that
+``pytest --nbval`` checks it offline; see docs/regression-testing.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import asyncio
 import os
+import re
 import sys
-import tempfile
 import textwrap
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-__all__ = ["main", "run_notebook"]
+from .headless import CellReport, NotebookReport, find_notebooks, run_notebook, run_notebooks
+
+__all__ = ["main"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
-def _outputs_text(cell: Any) -> str:
+class Printer:
+    """Writes the reports, in colour only to a terminal (and never with ``NO_COLOR`` set)."""
+
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.out, self.err = out, err
+        self.colour = out.isatty() and not os.environ.get("NO_COLOR")
+
+    def text(self, value: str) -> str:
+        return value if self.colour else _ANSI.sub("", value)
+
+    def cell(self, cell: CellReport, *, prefix: str = "") -> None:
+        if cell.status == "failed":
+            self.out.write(
+                f"\n━━ {prefix}cell {cell.index + 1} failed:\n{textwrap.indent(cell.source, '  │ ')}\n"
+            )
+            self.out.write(textwrap.indent(self.text(cell.error or "(no error text)"), "  ") + "\n")
+        elif cell.agent:
+            header, _, prompt = cell.source.strip().partition("\n")
+            self.out.write(f"\n━━ {prefix}{header.strip()}\n{textwrap.indent(prompt.strip(), '  » ')}\n")
+            shown = self.text(_outputs_text(cell.outputs)) if cell.status == "ran" else ""
+            what = shown or (
+                "(not run: an earlier cell failed)" if cell.status == "not run" else "(no output)"
+            )
+            self.out.write(textwrap.indent(what, "  ") + "\n")
+        self.out.flush()
+
+    def unrun(self, report: NotebookReport, *, prefix: str = "") -> None:
+        """The agent cells that never ran, after the failure that stopped them."""
+        for cell in report.cells:
+            if cell.status == "not run" and cell.agent:
+                self.cell(cell, prefix=prefix)
+
+    def summary(self, report: NotebookReport) -> None:
+        if report.setup_error is not None:
+            self.err.write(f"✗ {report.path}: {self.text(report.setup_error)}\n")
+            return
+        ran = sum(c.status != "not run" for c in report.cells)
+        agents = sum(c.agent for c in report.cells)
+        failing = report.failed_cell
+        mark = "✓" if report.ok else "✗"
+        failed = f" (cell {failing.index + 1} failed)" if failing is not None else ""
+        cells = f"{ran} of {len(report.cells)} cells run{failed}, {agents} agent cell{'s' * (agents != 1)}"
+        if report.not_saved:
+            self.err.write(report.not_saved + "\n")
+        if report.saved_to is not None:
+            self.out.write(f"Saved the executed notebook to {report.saved_to}\n")
+        self.out.write(f"{mark} {report.path}: {cells}, {_models(report)}, {_seconds(report.seconds)}\n")
+        self.out.flush()
+
+
+def _models(report: NotebookReport) -> str:
+    if not report.models:
+        return "no model used"
+    models = ", ".join(report.models)
+    how = {"replay": " (replayed from the cassette)", "record": " (recorded to the cassette)"}
+    return f"model {models}{how.get(report.replay, '')}"
+
+
+def _seconds(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def _outputs_text(outputs: list[dict[str, Any]]) -> str:
     parts = []
-    for output in cell.get("outputs", []):
+    for output in outputs:
         if output.get("output_type") == "stream":
             parts.append(output.get("text", ""))
         elif output.get("output_type") == "error":
@@ -37,99 +106,73 @@ def _outputs_text(cell: Any) -> str:
     return "\n".join(p.rstrip("\n") for p in parts if p.strip())
 
 
-def run_notebook(path: Path, *, output: Path | None = None, timeout: int = 900, record: bool = False) -> int:
-    """Execute ``path``; print each %%agent cell's prompt and result. Returns a process exit code.
+def run(paths: list[Path], *, jobs: int, timeout: int, record: bool, output: Path | None) -> int:
+    """Run the notebooks and print their reports. Returns the process's exit code."""
+    printer = Printer()
+    started = time.monotonic()
+    several = len(paths) > 1
 
-    With ``record``, the kernel records its model requests to the notebook's cassette, and the
-    notebook is saved (to ``output``, else in place) only if every cell ran."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    def on_cell(cell: CellReport) -> None:  # one notebook: say each cell's outcome as it ends
+        printer.cell(cell)
 
-    from .kernel.notebook_path import HEADLESS_ENV
-
-    nb = nbformat.read(str(path), as_version=4)
-    cassette = _recorded_cassette(path) if record else None
-    kept = cassette.read_bytes() if cassette is not None and cassette.exists() else None
-    with tempfile.TemporaryDirectory() as tmp:
-        # A kernelspec for this very interpreter: the notebook runs with what is installed here.
-        spec = Path(tmp) / "kernels" / "ipyagent-run"
-        spec.mkdir(parents=True)
-        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        (spec / "kernel.json").write_text(
-            json.dumps({"argv": argv, "display_name": "ipyagent", "language": "python"})
-        )
-        os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, os.environ.get("JUPYTER_PATH", "")]).rstrip(
-            os.pathsep
-        )
-        # Always this notebook: run from another notebook's kernel, the variable names that one.
-        os.environ["JPY_SESSION_NAME"] = str(path.resolve())
-        # No front end: the agent's notebook tools must not edit the file this run executes.
-        os.environ[HEADLESS_ENV] = "1"
-        if record:
-            os.environ["IPYAGENT_REPLAY"] = "record"
-        client = NotebookClient(
-            nb,
-            timeout=timeout,
-            kernel_name="ipyagent-run",
-            resources={"metadata": {"path": str(path.parent)}},
-            # A view's saved state carries its whole front-end bundle (~140 KB each); the run's
-            # text is in the outputs anyway.
-            store_widget_state=False,
-        )
-        # Widget state saved by an earlier run describes views whose outputs are replaced now.
-        nb.metadata.pop("widgets", None)
-        failed = False
-        try:
-            client.execute()
-        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-            failed = True
-            print(f"A cell failed:\n{exc}", file=sys.stderr)
-    for cell in nb.cells:
-        if cell.cell_type != "code" or not cell.source.lstrip().startswith("%%agent"):
-            continue
-        header, _, prompt = cell.source.partition("\n")
-        print(f"\n━━ {header.strip()}\n{textwrap.indent(prompt.strip(), '  » ')}")
-        print(textwrap.indent(_outputs_text(cell) or "(no output)", "  "))
-    if cassette is not None and failed:  # the notebook and its cassette stay a matching pair
-        if kept is None:
-            cassette.unlink(missing_ok=True)
+    def on_done(report: NotebookReport) -> None:
+        if several:  # whole notebooks at a time, so that parallel runs do not interleave
+            for cell in report.cells:
+                printer.cell(cell, prefix=f"{report.path.name}: ")
         else:
-            cassette.write_bytes(kept)
-        print(
-            f"\nNot saved: a cell failed, so {path.name} and {cassette.name} stay as they were.",
-            file=sys.stderr,
+            printer.unrun(report)
+        printer.summary(report)
+
+    async def one(path: Path) -> NotebookReport:
+        return await run_notebook(
+            path, timeout=timeout, record=record, output=output, on_cell=None if several else on_cell
         )
-    elif output is not None or record:
-        target = output or path
-        nbformat.write(nb, str(target))
-        print(f"\nSaved the executed notebook to {target}")
+
+    reports = asyncio.run(run_notebooks(paths, jobs=jobs, run=one, on_done=on_done))
+    failed = [r for r in reports if not r.ok]
+    if several:
+        passed = len(reports) - len(failed)
+        took = _seconds(time.monotonic() - started)
+        print(f"\n{len(reports)} notebooks: {passed} passed, {len(failed)} failed, {took} (--jobs {jobs})")
+        for report in failed:
+            print(f"  failed: {report.path}")
     return 1 if failed else 0
-
-
-def _recorded_cassette(notebook: Path) -> Path:
-    from .kernel.replay import ReplaySwitch
-
-    return ReplaySwitch.from_env(os.environ).cassette_path(notebook.resolve())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ipyagent", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="execute a notebook headless and print what each %%agent cell did")
-    run.add_argument("notebook", type=Path)
-    run.add_argument("--output", type=Path, default=None, help="save the executed notebook here")
-    run.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
-    run.add_argument(
+    cmd = commands.add_parser(
+        "run", help="execute notebooks headless and print what each %%agent cell did", description=__doc__
+    )
+    cmd.add_argument(
+        "notebooks", type=Path, nargs="+", metavar="NOTEBOOK", help="a notebook, or a folder of them"
+    )
+    cmd.add_argument(
+        "--output", type=Path, default=None, help="save the executed notebook here (one notebook)"
+    )
+    cmd.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell (default 900)")
+    cmd.add_argument(
+        "-j", "--jobs", type=int, default=1, help="notebooks run at once, each in its own kernel"
+    )
+    cmd.add_argument(
         "--record",
         action="store_true",
-        help="record the model to the notebook's cassette and save the notebook executed (in place "
+        help="record the model to each notebook's cassette and save the notebook executed (in place "
         "unless --output is given)",
     )
     args = parser.parse_args(argv)
-    if not args.notebook.exists():
-        parser.error(f"no notebook at {args.notebook}")
-    return run_notebook(args.notebook, output=args.output, timeout=args.timeout, record=args.record)
+    missing = [str(p) for p in args.notebooks if not p.exists()]
+    if missing:
+        parser.error(f"no notebook at {', '.join(missing)}")
+    paths = find_notebooks(args.notebooks)
+    if not paths:
+        parser.error(f"no notebooks in {', '.join(map(str, args.notebooks))}")
+    if args.output is not None and len(paths) > 1:
+        parser.error("--output names one file; it works with one notebook")
+    if args.jobs < 1:
+        parser.error("--jobs must be 1 or more")
+    return run(paths, jobs=args.jobs, timeout=args.timeout, record=args.record, output=args.output)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,78 @@ def test_a_cell_that_times_out_fails_the_command_cleanly(tmp_path: Path) -> None
     done = run(["run", str(notebook), "--timeout", "2", "--record"], tmp_path)
     assert done.returncode == 1
     assert "_async_handle_timeout" not in done.stderr  # reported, not an unhandled traceback
-    assert "timed out" in done.stderr
+    assert "timed out" in done.stdout
+    assert "Traceback" not in done.stderr, "the kernel is stopped while busy, not asked more"
     assert "stay as they were" in done.stderr
     assert not nbformat.read(str(notebook), as_version=4).cells[0].outputs
+
+
+def saved_outputs(cell: nbformat.NotebookNode, text: str) -> None:
+    """As an earlier run would have left them in the file."""
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    cell.execution_count = 9
+
+
+def test_a_cell_that_did_not_run_says_so_and_shows_nothing_from_the_file(tmp_path: Path) -> None:
+    notebook = tmp_path / "broken.ipynb"
+    setup = "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel\nm = ScriptedModel(['Hi there.'])"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in [setup, "%%agent -m m --new\nSay hi.", "1 / 0"]]
+    nb.cells.append(nbformat.v4.new_code_cell("%%agent -m m\nAnd then?"))
+    nb.cells.append(nbformat.v4.new_code_cell("print('after')"))
+    saved_outputs(nb.cells[3], "AN ANSWER FROM AN EARLIER RUN")
+    saved_outputs(nb.cells[4], "after")
+    nbformat.write(nb, str(notebook))
+
+    done = run(["run", str(notebook), "--output", str(tmp_path / "out.ipynb")], tmp_path)
+
+    assert done.returncode == 1
+    assert "Hi there." in done.stdout
+    assert "AN ANSWER FROM AN EARLIER RUN" not in done.stdout
+    assert "» And then?\n  (not run: an earlier cell failed)" in done.stdout
+    # the error is readable in a log: the traceback's text without the terminal's colour codes
+    assert "━━ cell 3 failed:\n  │ 1 / 0" in done.stdout
+    assert "ZeroDivisionError: division by zero" in done.stdout
+    assert "\x1b[" not in done.stdout + done.stderr
+    summary = done.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(
+        r"✗ .*broken\.ipynb: 3 of 5 cells run \(cell 3 failed\), 2 agent cells, "
+        r"model scripted/script, \d+\.\d s",
+        summary,
+    ), summary
+    executed = nbformat.read(str(tmp_path / "out.ipynb"), as_version=4)
+    assert [c.execution_count for c in executed.cells] == [1, 2, 3, None, None]
+    assert not executed.cells[3].outputs and not executed.cells[4].outputs
+
+
+def test_several_notebooks_or_a_folder_run_in_parallel_and_any_failure_fails_the_command(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / ".ipynb_checkpoints").mkdir()
+    setup = "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel\nm = ScriptedModel(['Fine.'])"
+    write(folder / "a.ipynb", [setup, "%%agent -m m --new\nHow are you?"])
+    write(folder / "b.ipynb", [setup, "raise ValueError('b is broken')"])
+    write(folder / ".ipynb_checkpoints" / "a-checkpoint.ipynb", ["raise ValueError('a checkpoint')"])
+
+    done = run(["run", str(folder), "--jobs", "2"], tmp_path)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(
+        re.fullmatch(r"✓ .*a\.ipynb: 2 of 2 cells run, 1 agent cell, model scripted/script, .*", x)
+        for x in lines
+    )
+    assert any(
+        re.fullmatch(r"✗ .*b\.ipynb: 2 of 2 cells run \(cell 2 failed\), 0 agent cells, no model used, .*", x)
+        for x in lines
+    )
+    assert "ValueError: b is broken" in done.stdout
+    assert "a checkpoint" not in done.stdout
+    assert re.search(r"^2 notebooks: 1 passed, 1 failed, .* \(--jobs 2\)$", done.stdout, re.MULTILINE)
+
+    (folder / "b.ipynb").unlink()
+    done = run(["run", str(folder / "a.ipynb"), str(folder / "a.ipynb")], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("✓") == 1, "a notebook named twice runs once"

@@ -7,7 +7,7 @@ from typing import Any
 from .magics import AgentMagics
 from .state import KernelState
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["load_ipython_extension", "run_summary", "unload_ipython_extension"]
 
 _STATES: dict[int, KernelState] = {}
 
@@ -31,3 +31,14 @@ def unload_ipython_extension(ipython: Any) -> None:
         ipython.magics_manager.magics["cell"].pop("agent", None)
         ipython.magics_manager.magics["line"].pop("agent", None)
     state.close()
+
+
+def run_summary() -> str:
+    """JSON for ``python -m ipyagent run``: the models this kernel's runs used, and whether they
+    were recorded or replayed. Asked of the kernel after its notebook's last cell."""
+    import json
+
+    from .replay import replay_mode
+
+    models = [m for state in _STATES.values() for m in state.models_used]
+    return json.dumps({"models": list(dict.fromkeys(models)), "replay": replay_mode().mode})

@@ -175,6 +175,8 @@ class AgentMagics(Magics):
         ):
             agent.add_tool(t)
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run
+        if model_id not in self.state.models_used:
+            self.state.models_used.append(model_id)
         self.state.say_once(f"model:{model_id}", f"ipyagent: using {model_id} (change with %agent model ID)")
 
     def _resolve_model(self, requested: str | None, *, default: bool = True) -> str | Provider | None:

@@ -41,6 +41,9 @@ class KernelState:
     model: str | Provider | None = None
     session: str | None = None
     said: set[str] = field(default_factory=set)
+    #: The models this kernel's runs used, in the order first used (``python -m ipyagent run``
+    #: reports them).
+    models_used: list[str] = field(default_factory=list)
 
     @property
     def loop(self) -> BackgroundLoop:
