@@ -16,6 +16,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
+from .front_end import no_front_end
 from .interpolate import interpolate
 from .notebook_path import session_file
 from .runner import run_blocking
@@ -235,7 +236,9 @@ class AgentMagics(Magics):
             return QuietRenderer()
         if self.shell is not None and getattr(self.shell, "kernel", None) is not None:
             if self.widgets and widgets_available():
-                return WidgetRenderer(agent, interval=self.widget_interval, poll=poll)
+                return WidgetRenderer(
+                    agent, interval=self.widget_interval, poll=poll, no_front_end=no_front_end(self.shell)
+                )
             return DisplayRenderer(show_thinking=self.show_thinking)
         return TerminalRenderer(show_thinking=self.show_thinking)
 

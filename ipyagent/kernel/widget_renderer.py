@@ -4,11 +4,16 @@ blocks.
 ipykernel 7 routes the widget's messages to a comm subshell (see
 ``ipyagent.widgets.views._keep_subshell_routing``); ipykernel 6 has no subshells, so the waiting
 main thread pumps the kernel's queued messages itself, with ``jupyter_ui_poll``.
+
+When the cell's request says that no front end shows it (:func:`~.front_end.no_front_end`), the
+run's end writes the text outputs at once instead of waiting for a hello that will not come, and
+a question is denied at once instead of after :data:`~ipyagent.widgets.views.HELLO_GRACE`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -31,8 +36,11 @@ def widgets_available() -> bool:
     return find_spec("anywidget") is not None and (static / "run_view.js").is_file()
 
 
-#: Seconds after showing the view that the run's end waits for its front end to say hello.
+#: Seconds after showing the view that the run's end waits for its front end to say hello, when
+#: nothing said whether there is one.
 HELLO_WAIT = 1.0
+
+log = logging.getLogger("ipyagent")
 
 
 class WidgetRenderer:
@@ -41,13 +49,23 @@ class WidgetRenderer:
     static viewers to show."""
 
     def __init__(
-        self, agent: Agent, *, interval: float = 0.05, poll: Callable[[], None] | None = None
+        self,
+        agent: Agent,
+        *,
+        interval: float = 0.05,
+        poll: Callable[[], None] | None = None,
+        no_front_end: str | None = None,
     ) -> None:
+        """``no_front_end`` says why nobody shows this cell, when that is known before the run."""
         from IPython.display import display
 
-        from ..widgets.views import RunView
+        from ..widgets.views import HELLO_GRACE, RunView
 
-        self.view: RunView = RunView(agent, interval=interval)
+        self.no_front_end = no_front_end
+        if no_front_end is not None:
+            log.debug("No front end shows this cell (%s): not waiting for the view's hello.", no_front_end)
+        grace = 0.0 if no_front_end is not None else HELLO_GRACE
+        self.view: RunView = RunView(agent, interval=interval, hello_grace=grace)
         self._handles = self.view.watch(agent)
         self._poll = poll
         self._shown_at = time.monotonic()
@@ -80,7 +98,13 @@ class WidgetRenderer:
                     display(bundle, raw=True)  # type: ignore[no-untyped-call]
 
     def _front_end_seen(self) -> bool:
+        if self.no_front_end is not None:
+            # Nobody renders the view now; one rendered later (a saved notebook's widget state)
+            # shows the state published by finish(), beside these outputs.
+            return self.view.live.is_set()
         # A short run may end before the front end rendered the view: give it a moment.
+        if not self.view.live.is_set():
+            log.debug("Waiting up to %.1f s for a front end to show the view.", HELLO_WAIT)
         deadline = self._shown_at + HELLO_WAIT
         while not self.view.live.is_set() and time.monotonic() < deadline:
             if self._poll is not None:

@@ -44,10 +44,16 @@ class AgentView(anywidget.AnyWidget):
     view_kind = "view"
 
     def __init__(
-        self, agent: Agent | None = None, *, interval: float = DEFAULT_INTERVAL, **kwargs: Any
+        self,
+        agent: Agent | None = None,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        hello_grace: float = HELLO_GRACE,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.agent = agent
+        self.hello_grace = hello_grace
         self.lock = threading.RLock()
         self.reducer = ViewReducer()
         self.throttle = Throttle(self.reducer, self.send, interval=interval)
@@ -77,7 +83,8 @@ class AgentView(anywidget.AnyWidget):
 
     def watch(self, agent: Agent) -> list[Any]:
         """Answer the agent's questions through this view for one run; returns the handles to
-        remove afterwards. Without a live front end a question is denied after :data:`HELLO_GRACE`."""
+        remove afterwards. Without a live front end a question is denied after ``hello_grace``
+        seconds (:data:`HELLO_GRACE`; none when the cell is known to run with no front end)."""
         self.agent = agent
         return [
             agent.on("permission_required", self._on_permission),
@@ -95,7 +102,7 @@ class AgentView(anywidget.AnyWidget):
             return
 
         def later() -> None:
-            if not self.live.wait(HELLO_GRACE):
+            if not self.live.wait(self.hello_grace):
                 fallback()
 
         threading.Thread(target=later, name="ipyagent-hello-wait", daemon=True).start()
