@@ -3,6 +3,7 @@
     python -m ipyagent run notebooks/01-quickstart.ipynb [--output executed.ipynb] [--timeout 900]
     python -m ipyagent run notebooks/ --jobs 2          # every notebook in a folder, two at a time
     python -m ipyagent run analysis.ipynb --record      # record its cassette, save it executed
+    python -m ipyagent run notebooks/ --replay          # answer from the cassettes, offline
 
 Each notebook runs in a fresh kernel of this Python (as "Run All" would). For every ``%%agent``
 cell the prompt and what the agent answered are printed; a cell that failed is shown with its
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .headless import CellReport, NotebookReport, find_notebooks, run_notebook, run_notebooks
+from .headless import CellReport, NotebookReport, Replay, find_notebooks, run_notebook, run_notebooks
 
 __all__ = ["main"]
 
@@ -106,7 +107,7 @@ def _outputs_text(outputs: list[dict[str, Any]]) -> str:
     return "\n".join(p.rstrip("\n") for p in parts if p.strip())
 
 
-def run(paths: list[Path], *, jobs: int, timeout: int, record: bool, output: Path | None) -> int:
+def run(paths: list[Path], *, jobs: int, timeout: int, cassette: Replay, output: Path | None) -> int:
     """Run the notebooks and print their reports. Returns the process's exit code."""
     printer = Printer()
     started = time.monotonic()
@@ -125,7 +126,7 @@ def run(paths: list[Path], *, jobs: int, timeout: int, record: bool, output: Pat
 
     async def one(path: Path) -> NotebookReport:
         return await run_notebook(
-            path, timeout=timeout, record=record, output=output, on_cell=None if several else on_cell
+            path, timeout=timeout, cassette=cassette, output=output, on_cell=None if several else on_cell
         )
 
     reports = asyncio.run(run_notebooks(paths, jobs=jobs, run=one, on_done=on_done))
@@ -143,7 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ipyagent", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     cmd = commands.add_parser(
-        "run", help="execute notebooks headless and print what each %%agent cell did", description=__doc__
+        "run",
+        help="execute notebooks headless and print what each %%agent cell did",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cmd.add_argument(
         "notebooks", type=Path, nargs="+", metavar="NOTEBOOK", help="a notebook, or a folder of them"
@@ -155,11 +159,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument(
         "-j", "--jobs", type=int, default=1, help="notebooks run at once, each in its own kernel"
     )
-    cmd.add_argument(
+    cassettes = cmd.add_mutually_exclusive_group()
+    cassettes.add_argument(
         "--record",
-        action="store_true",
+        dest="cassette",
+        action="store_const",
+        const="record",
         help="record the model to each notebook's cassette and save the notebook executed (in place "
         "unless --output is given)",
+    )
+    cassettes.add_argument(
+        "--replay",
+        dest="cassette",
+        action="store_const",
+        const="replay",
+        help="answer from each notebook's cassette: offline, no key, no local model",
     )
     args = parser.parse_args(argv)
     missing = [str(p) for p in args.notebooks if not p.exists()]
@@ -172,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--output names one file; it works with one notebook")
     if args.jobs < 1:
         parser.error("--jobs must be 1 or more")
-    return run(paths, jobs=args.jobs, timeout=args.timeout, record=args.record, output=args.output)
+    return run(paths, jobs=args.jobs, timeout=args.timeout, cassette=args.cassette, output=args.output)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 CellStatus = Literal["ran", "failed", "not run"]
+#: Whether the kernel records its model to the notebook's cassette or answers from it.
+Replay = Literal["record", "replay"] | None
 
 #: How long the kernel is given to say which models it used once the cells are done.
 _ASK_TIMEOUT = 10.0
@@ -134,14 +136,14 @@ def _use_kernelspec() -> str:
 _SPEC_DIR: tempfile.TemporaryDirectory[str] | None = None
 
 
-def _kernel_env(path: Path, *, record: bool, environ: Mapping[str, str]) -> dict[str, str]:
+def _kernel_env(path: Path, *, cassette: Replay, environ: Mapping[str, str]) -> dict[str, str]:
     env = dict(environ)
     # Always this notebook: started from another notebook's kernel, the variable names that one.
     env["JPY_SESSION_NAME"] = str(path.resolve())
     # No front end: the agent's notebook tools must not edit the file this run executes.
     env[HEADLESS_ENV] = "1"
-    if record:
-        env[ENV_MODE] = "record"
+    if cassette is not None:
+        env[ENV_MODE] = cassette
     return env
 
 
@@ -188,23 +190,24 @@ async def run_notebook(
     path: Path,
     *,
     timeout: int = 900,
-    record: bool = False,
+    cassette: Replay = None,
     output: Path | None = None,
     on_cell: Callable[[CellReport], None] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> NotebookReport:
     """Execute ``path`` in a fresh kernel and report on every code cell.
 
-    ``on_cell`` is called as each code cell ends (ran or failed). With ``record`` the kernel
-    records its model requests to the notebook's cassette, and the notebook is saved (to
-    ``output``, else in place) only if every cell ran; a failure leaves both as they were.
-    Without ``record``, the notebook is saved only when ``output`` is given."""
+    ``on_cell`` is called as each code cell ends (ran or failed). With ``cassette="record"``
+    the kernel records its model requests to the notebook's cassette, and the notebook is saved
+    (to ``output``, else in place) only if every cell ran; a failure leaves both as they were.
+    With ``cassette="replay"`` the model answers from the cassette (offline, no key). Otherwise
+    the notebook is saved only when ``output`` is given."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     started = time.monotonic()
-    env = _kernel_env(path, record=record, environ=os.environ if environ is None else environ)
+    env = _kernel_env(path, cassette=cassette, environ=os.environ if environ is None else environ)
     try:
         nb = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
     except Exception as exc:
@@ -216,8 +219,9 @@ async def run_notebook(
     # Widget state saved by an earlier run describes views whose outputs are replaced now.
     nb.metadata.pop("widgets", None)
     report = NotebookReport(path, list(cells.values()))
-    cassette = _cassette(path, env) if record else None
-    kept = cassette.read_bytes() if cassette is not None and cassette.exists() else None
+    record = cassette == "record"
+    recorded = _cassette(path, env) if record else None
+    kept = recorded.read_bytes() if recorded is not None and recorded.exists() else None
 
     def cell_done(cell: Any, cell_index: int, execute_reply: Any = None, **_: Any) -> None:
         done = cells[cell_index]
@@ -277,7 +281,7 @@ async def run_notebook(
     except Exception as exc:  # the kernel did not start, or the client failed
         report.setup_error = f"{type(exc).__name__}: {exc}"
     report.seconds = time.monotonic() - started
-    _save(report, nb, output=output, record=record, cassette=cassette, kept=kept)
+    _save(report, nb, output=output, record=record, cassette=recorded, kept=kept)
     return report
 
 

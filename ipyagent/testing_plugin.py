@@ -1,32 +1,46 @@
-"""pytest plugin: run agent notebooks against recorded model streams.
+"""pytest plugin: agent notebooks under nbval replay their committed cassettes by default.
 
-    pytest --nbval notebooks/ --ipyagent-replay=replay     # offline: no key, no network
+    pytest --nbval notebooks/                              # offline: no key, no network
+    pytest --nbval notebooks/ --ipyagent-replay=record     # a real model answers; cassettes rewritten
+    pytest --nbval notebooks/ --ipyagent-replay=live       # a real model answers; nothing recorded
 
-``--ipyagent-replay=record|replay|off`` (or ``ipyagent_replay = "replay"`` in the pytest
-configuration) sets ``$IPYAGENT_REPLAY`` for the whole test session, so every kernel nbval
-starts inherits it; see :mod:`ipyagent.kernel.replay`. While record or replay is on, a kernel
-started for a notebook is also told which notebook it runs (``$JPY_SESSION_NAME``, as Jupyter
-Server does), so ``analysis.ipynb`` finds ``analysis.cassette.jsonl`` beside it. Every notebook
-kernel is told it runs headless (``$IPYAGENT_HEADLESS``), so the agent's notebook tools leave the
-notebook under test unchanged.
+By default (like pytest-recording: replay, never record) a notebook with a cassette beside it
+(``analysis.ipynb`` → ``analysis.cassette.jsonl``) replays it: the kernel answers every model
+request from the recording and fails with a diff on any new or changed request. A notebook with
+agent cells and no cassette fails those cells with a message that says how to record one; a
+notebook without agent cells is left alone. ``--ipyagent-replay=replay|record|live`` (or
+``ipyagent_replay = ...`` in the pytest configuration, or ``$IPYAGENT_REPLAY`` set by the user)
+applies one mode to every notebook; ``off`` is another name for ``live``.
+
+The mode reaches each notebook's kernel through ``$IPYAGENT_REPLAY``, set while nbval starts it
+(see :mod:`ipyagent.kernel.replay`). The kernel is also told which notebook it runs
+(``$JPY_SESSION_NAME``, as Jupyter Server does), so it finds the cassette beside it, and that it
+runs headless (``$IPYAGENT_HEADLESS``), so the agent's notebook tools leave the notebook under
+test unchanged.
 
 This module owns the option and the environment it sets, nothing else; it is registered as the
-``ipyagent`` pytest11 entry point.
+``ipyagent`` pytest11 entry point, so it stays cheap to import: the kernel layer is imported only
+when a notebook is tested.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_report_header", "pytest_unconfigure"]
+__all__ = ["pytest_addoption", "pytest_report_header", "pytest_runtest_setup"]
 
 ENV_MODE = "IPYAGENT_REPLAY"  # the same names as ipyagent.kernel, without importing it
 ENV_HEADLESS = "IPYAGENT_HEADLESS"
-MODES = ("record", "replay", "off")
-_saved = pytest.StashKey[tuple[bool, str | None]]()
+MODES = ("replay", "record", "live", "off")
+#: ``%%agent`` opens a cell; ``%agent chat`` may stand on any line of one.
+_AGENT_CELL = re.compile(r"\A\s*%%agent\b|^(\w+\s*=\s*)?%agent chat\b", re.MULTILINE)
+_asks_the_model = pytest.StashKey[dict[Path, bool]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,56 +49,81 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--ipyagent-replay",
         choices=MODES,
         default=None,
-        help="record: kernels record every model request to the notebook's cassette; replay: they "
-        "answer from it (offline, no key); off: they call the model. Sets $IPYAGENT_REPLAY.",
+        help="replay: every notebook's kernel answers from its cassette (offline, no key); record: a "
+        "real model answers and each cassette is recorded again; live (or off): a real model answers, "
+        "nothing is recorded. Default: notebooks with a cassette replay it.",
     )
-    parser.addini("ipyagent_replay", "Default for --ipyagent-replay (record, replay or off).", default="")
+    parser.addini("ipyagent_replay", "Default for --ipyagent-replay (replay, record or live).", default="")
 
 
-def _mode(config: pytest.Config) -> str | None:
+def _chosen_mode(config: pytest.Config) -> str | None:
+    """The mode the user chose for every notebook, if any; None means: by notebook."""
     value = config.getoption("ipyagent_replay") or str(config.getini("ipyagent_replay")).strip()
     if value and value not in MODES:
-        raise pytest.UsageError(f"ipyagent_replay = {value!r}: use one of {', '.join(MODES)}.")
-    return value or None
+        raise pytest.UsageError(f"ipyagent_replay = {value!r}: use one of replay, record or live.")
+    value = value or os.environ.get(ENV_MODE, "").strip().lower()
+    return {"live": "off"}.get(value, value) or None
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    mode = _mode(config)
-    if mode is None:
-        return
-    config.stash[_saved] = (ENV_MODE in os.environ, os.environ.get(ENV_MODE))
-    os.environ[ENV_MODE] = mode
+def pytest_report_header(config: pytest.Config) -> str:
+    mode = _chosen_mode(config)
+    chosen = {"off": "live", None: "notebooks with a cassette replay it"}.get(mode, mode)
+    return f"ipyagent replay: {chosen}"
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    saved = config.stash.get(_saved, None)
-    if saved is None:
-        return
-    existed, value = saved
-    if existed and value is not None:
-        os.environ[ENV_MODE] = value
-    else:
-        os.environ.pop(ENV_MODE, None)
+def _asks(config: pytest.Config, notebook: Path) -> bool:
+    """Whether ``notebook`` has a cell that asks the model: ``%%agent`` or ``%agent chat``."""
+    seen = config.stash.setdefault(_asks_the_model, {})
+    if notebook not in seen:
+        try:
+            cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+        except (OSError, ValueError):
+            cells = []
+        seen[notebook] = any(_cell_asks(cell) for cell in cells)
+    return seen[notebook]
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    mode = os.environ.get(ENV_MODE)
-    return f"ipyagent replay: {mode}" if mode else None
+def _cell_asks(cell: object) -> bool:
+    if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        return False
+    source = cell.get("source", "")
+    return bool(_AGENT_CELL.search(source if isinstance(source, str) else "".join(source)))
+
+
+def _no_cassette(notebook: Path, cassette: Path) -> str:
+    return (
+        f"{notebook.name} asks the model but has no cassette to replay ({cassette.name} is missing), "
+        "so it cannot be tested offline. Record one with a real model, once:\n"
+        f"    python -m ipyagent run {notebook} --record\n"
+        "then commit the notebook with its cassette. Or test against a live model: "
+        "pytest --nbval --ipyagent-replay=live."
+    )
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     # nbval starts a notebook's kernel while setting up its first cell: tell that kernel it runs
-    # headless (its notebook tools must not edit the file under test) and, while record or replay
-    # is on, which notebook it runs; then restore the environment for whatever runs next here.
-    # The name is set even when the variable is already there: pytest run from a notebook's
-    # kernel inherits that notebook's name, which is not the one under test.
+    # headless, which notebook it runs and whether it replays, records or calls the model; then
+    # restore the environment for whatever runs next here. The name is set even when the
+    # variable is already there: pytest run from a notebook's kernel inherits that notebook's
+    # name, which is not the one under test.
     path = getattr(item, "path", None)
     if path is None or path.suffix != ".ipynb":
         return (yield)
-    values = {ENV_HEADLESS: "1"}
-    if os.environ.get(ENV_MODE, "off").strip().lower() not in ("", "off"):
-        values["JPY_SESSION_NAME"] = str(path.resolve())
+    notebook = Path(path).resolve()
+    values = {ENV_HEADLESS: "1", "JPY_SESSION_NAME": str(notebook)}
+    mode = _chosen_mode(item.config)
+    if mode is None and _asks(item.config, notebook):
+        from .kernel.replay import ReplaySwitch
+
+        cassette = ReplaySwitch(path=os.environ.get("IPYAGENT_CASSETTE") or None).cassette_path(notebook)
+        if not cassette.exists():
+            if _cell_asks(getattr(item, "cell", None)):
+                pytest.fail(_no_cassette(Path(path), cassette), pytrace=False)
+        else:
+            mode = "replay"
+    if mode is not None:
+        values[ENV_MODE] = mode
     previous = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:

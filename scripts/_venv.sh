@@ -6,15 +6,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 extras="${1:-dev}"
 venv="${IPYAGENT_VENV:-.venv}"
+source "$root/scripts/_pip.sh"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 \
-    | grep -v "^WARNING: Location" || true
+  quiet_pip "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 fi
 case ",$extras," in
   *,local,*) bash scripts/install-llama-cpp.sh "$venv/bin/python" ;;
 esac
-# pip prints "Location ... is ignored" for index mirrors that are not present; that is noise.
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[${extras}]" 2>&1 \
-  | grep -v "^WARNING: Location" || true
-export PATH="$root/$venv/bin:$PATH"
+quiet_pip "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[${extras}]"
+case "$venv" in /*) ;; *) venv="$root/$venv" ;; esac
+export PATH="$venv/bin:$PATH"

@@ -22,6 +22,7 @@ version="${LLAMA_CPP_VERSION:-0.3.36}"
 flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 wheels="${IPYAGENT_WHEEL_DIR:-$HOME/.cache/ipyagent/wheels}/portable-avx2"
 pip=("$python" -m pip --disable-pip-version-check)
+source "$root/scripts/_pip.sh"
 
 # Loads a tiny random-weight model (written with the gguf package) and generates a few tokens.
 smoke_test() {
@@ -54,7 +55,7 @@ print(f"llama-cpp-python {llama_cpp.__version__} works", file=sys.stderr)
 EOF
 }
 
-"${pip[@]}" install --quiet "gguf>=0.10" numpy 2>&1 | grep -v "^WARNING: Location" || true
+quiet_pip "${pip[@]}" install --quiet "gguf>=0.10" numpy
 if "$python" -c "import llama_cpp" 2>/dev/null && smoke_test; then
   exit 0
 fi
@@ -69,7 +70,7 @@ if [ -z "$wheel" ]; then
   wheel="$(ls "$wheels"/llama_cpp_python-"$version"-*.whl | head -n1)"
 fi
 "${pip[@]}" install --force-reinstall --no-deps "$wheel"
-"${pip[@]}" install "$wheel" 2>&1 | grep -v "^WARNING: Location" || true  # its dependencies
+quiet_pip "${pip[@]}" install "$wheel"  # its dependencies
 if ! smoke_test; then
   echo "llama-cpp-python was installed from $wheel but crashes; delete that wheel and re-run." >&2
   exit 1

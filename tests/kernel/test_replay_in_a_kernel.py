@@ -140,8 +140,9 @@ def _plugin_args() -> list[str]:
     return [] if registered else ["-p", "ipyagent.testing_plugin"]
 
 
-def _nbval(notebook: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pytest", "--nbval", str(notebook), "--ipyagent-replay=replay"]
+def _nbval(notebook: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """Plain ``pytest --nbval NOTEBOOK``: a notebook with a cassette replays it by default."""
+    command = [sys.executable, "-m", "pytest", "--nbval", str(notebook), *options]
     command += [*_plugin_args(), "--nbval-kernel-name=ipyagent-test", "-p", "no:cacheprovider", "-q"]
     # As from another notebook's kernel: the inherited name must not decide which cassette is used.
     env = {**os.environ, "JPY_SESSION_NAME": str(notebook.with_name("other.ipynb"))}
@@ -193,6 +194,44 @@ def test_nbval_strict_passes_offline_from_the_cassette(
     assert result.returncode != 0
     assert "replay_mismatch" in result.stdout
     assert "+  text: What is x, really?" in result.stdout
+
+
+def test_a_notebook_that_asks_the_model_and_has_no_cassette_fails_saying_how_to_record_one(
+    jupyter_env: Path,
+) -> None:
+    notebook = jupyter_env / "new.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(SETUP + SCRIPT + "\n%agent model m"),
+        nbformat.v4.new_code_cell(QUIET),
+        nbformat.v4.new_code_cell("x + 1"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "ipyagent-test", "display_name": "test", "language": "python"}
+    nbformat.write(nb, notebook)
+
+    result = _nbval(notebook)
+    assert result.returncode != 0
+    assert "new.ipynb asks the model but has no cassette to replay" in result.stdout
+    assert f"python -m ipyagent run {notebook} --record" in result.stdout
+    assert "2 passed, 1 error" in result.stdout, "only the cell that asks the model fails"
+    assert not (jupyter_env / "new.cassette.jsonl").exists(), "replay never records"
+
+    # Opting out: the model (here the notebook's scripted one) answers live, nothing is recorded.
+    result = _nbval(notebook, "--ipyagent-replay=live", "--nbval-lax")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not (jupyter_env / "new.cassette.jsonl").exists()
+
+
+def test_a_notebook_that_does_not_ask_the_model_needs_no_cassette(jupyter_env: Path) -> None:
+    notebook = jupyter_env / "plain.ipynb"
+    nb = nbformat.v4.new_notebook()
+    # A string that holds a %%agent cell's text is not one.
+    nb.cells = [nbformat.v4.new_code_cell('text = """\n%%agent\nhello"""\nprint(len(text))')]
+    nb.metadata["kernelspec"] = {"name": "ipyagent-test", "display_name": "test", "language": "python"}
+    nbformat.write(nb, notebook)
+    result = _nbval(notebook, "--nbval-lax")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
 
 
 def test_a_headless_run_never_edits_the_notebook_it_runs(jupyter_env: Path) -> None:
