@@ -21,7 +21,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -54,13 +54,19 @@ class _Job:
 class MainThread:
     """Lets coroutines on the worker loop run functions on the kernel's main thread.
 
-    Jobs are delivered through the inbox of the blocking run in progress. With no blocking run
-    (a chat widget's run, started while the kernel is idle) they go to the kernel's own event loop
-    on the main thread, captured when the extension loaded; without one (terminal IPython, or
-    already on the main thread) they run at once in the calling thread.
+    A job waits in one queue until the main thread takes it: a cell waiting for a run (a
+    ``%%agent`` cell, ``chat.wait()``) takes it as soon as it is sent, or when it starts waiting
+    if the job came first; otherwise the kernel's own event loop on the main thread (captured when
+    the extension loaded) takes it once no cell blocks it. Both are woken for every job and
+    whichever comes first runs it, so a job is neither lost nor run twice, whatever the order of
+    sending and waiting. Without a kernel loop or a waiting cell (terminal IPython), or when
+    already on the main thread, a job runs at once in the calling thread.
     """
 
     def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        # Guards which inbox serves, against jobs sent while a wait starts or ends.
+        self._lock = threading.Lock()
         self._inbox: queue.Queue[Any] | None = None
         self._thread = threading.main_thread()
         try:
@@ -72,24 +78,61 @@ class MainThread:
         if threading.current_thread() is self._thread:
             return fn()
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        if self._inbox is not None:
-            self._inbox.put(_Job(fn, future))
-        elif self._main_loop is not None and self._main_loop.is_running():
-            self._main_loop.call_soon_threadsafe(_run_job_quietly, _Job(fn, future))
-        else:
-            return fn()
+        main_loop = self._main_loop if self._main_loop is not None and self._main_loop.is_running() else None
+        with self._lock:
+            inbox = self._inbox
+            if inbox is None and main_loop is None:
+                return fn()
+            self._jobs.put(_Job(fn, future))
+        if inbox is not None:
+            inbox.put(_WAKE)
+        if main_loop is not None:
+            main_loop.call_soon_threadsafe(self._run_pending_quietly)
         return await asyncio.wrap_future(future)
 
-    def attach(self, inbox: queue.Queue[Any] | None) -> None:
-        self._inbox = inbox
+    def run_pending(self) -> None:
+        """Run the jobs sent so far (call on the main thread)."""
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            _run_job(job)
+
+    def _run_pending_quietly(self) -> None:
+        """On the kernel's own loop a Ctrl-C is the kernel's business: only the job sees it."""
+        with contextlib.suppress(KeyboardInterrupt):
+            self.run_pending()
+
+    @contextlib.contextmanager
+    def serving(self, inbox: queue.Queue[Any]) -> Iterator[None]:
+        """While in this block, jobs wake ``inbox`` (its reader calls :meth:`run_pending` on
+        :data:`_WAKE`). A wait inside a job (code that waits for a chat) hands back to the outer
+        wait when it ends."""
+        with self._lock:
+            outer, self._inbox = self._inbox, inbox
+        inbox.put(_WAKE)  # jobs sent before this wait began: the blocked kernel loop cannot run them
+        ended = False
+        try:
+            yield
+            ended = True
+        finally:
+            with self._lock:
+                self._inbox = outer
+            if outer is not None:
+                outer.put(_WAKE)
+            elif ended:
+                # Sent as the wait ended and not yet run: run now rather than leave them to a
+                # kernel loop that may not exist. After an interrupt they are left to the kernel
+                # loop: the run is being cancelled, and so are its jobs.
+                self.run_pending()
 
     def serve_until(self, future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
         """Wait on the main thread for ``future``, running the jobs sent here meanwhile."""
         inbox: queue.Queue[Any] = queue.Queue()
         future.add_done_callback(lambda _: inbox.put(_DONE))
         deadline = None if timeout is None else time.monotonic() + timeout
-        self.attach(inbox)
-        try:
+        with self.serving(inbox):
             while not future.done():
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -98,14 +141,14 @@ class MainThread:
                     item = inbox.get(timeout=0.05 if left is None else min(0.05, left))
                 except queue.Empty:
                     continue
-                if isinstance(item, _Job):
-                    _run_job(item)
-        finally:
-            self.attach(None)
+                if item is _WAKE:
+                    self.run_pending()
         return future.result()
 
 
 _DONE = object()
+#: Put in a wait's inbox when a job is sent: the waiting main thread runs the pending jobs.
+_WAKE = object()
 
 
 def run_blocking(
@@ -125,53 +168,46 @@ def run_blocking(
     """
     inbox: queue.Queue[Any] = queue.Queue()
     subscription = agent.on("*", inbox.put)
-    main.attach(inbox)
-    future = loop.submit(agent.run(prompt))
-    future.add_done_callback(lambda _: inbox.put(_DONE))
     interrupted = False
     deadline: float | None = None
     try:
-        while True:
-            try:
-                item = inbox.get(timeout=0.05)
-                if item is _DONE:
-                    break
-                if isinstance(item, _Job):
-                    _run_job(item)
-                else:
+        with main.serving(inbox):
+            future = loop.submit(agent.run(prompt))
+            future.add_done_callback(lambda _: inbox.put(_DONE))
+            while True:
+                try:
+                    item = inbox.get(timeout=0.05)
+                    if item is _DONE:
+                        break
+                    if item is _WAKE:
+                        main.run_pending()
+                    else:
+                        renderer.handle(item)
+                    renderer.tick()
+                    if poll is not None:
+                        poll()
+                except queue.Empty:
+                    renderer.tick()
+                    if poll is not None:
+                        poll()
+                    if deadline is not None and time.monotonic() > deadline:
+                        break
+                except KeyboardInterrupt:
+                    interrupted = True
+                    agent.cancel()
+                    deadline = time.monotonic() + CANCEL_GRACE
+            # Events emitted just before the run ended may still be queued behind _DONE's callback.
+            while not inbox.empty():
+                item = inbox.get_nowait()
+                if item is _WAKE:
+                    main.run_pending()
+                elif item is not _DONE:
                     renderer.handle(item)
-                renderer.tick()
-                if poll is not None:
-                    poll()
-            except queue.Empty:
-                renderer.tick()
-                if poll is not None:
-                    poll()
-                if deadline is not None and time.monotonic() > deadline:
-                    break
-            except KeyboardInterrupt:
-                interrupted = True
-                agent.cancel()
-                deadline = time.monotonic() + CANCEL_GRACE
-        # Events emitted just before the run ended may still be queued behind _DONE's callback.
-        while not inbox.empty():
-            item = inbox.get_nowait()
-            if isinstance(item, _Job):
-                _run_job(item)
-            elif item is not _DONE:
-                renderer.handle(item)
     finally:
-        main.attach(None)
         subscription.remove()
     result = future.result() if future.done() and not future.cancelled() else None
     renderer.finish(result)
     return result, interrupted
-
-
-def _run_job_quietly(job: _Job) -> None:
-    """On the kernel's own loop a Ctrl-C is the kernel's business: only the job sees it."""
-    with contextlib.suppress(KeyboardInterrupt):
-        _run_job(job)
 
 
 def _run_job(job: _Job) -> None:
