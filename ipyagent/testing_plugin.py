@@ -30,10 +30,16 @@ import os
 import re
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-__all__ = ["pytest_addoption", "pytest_report_header", "pytest_runtest_setup"]
+__all__ = [
+    "pytest_addoption",
+    "pytest_report_header",
+    "pytest_runtest_setup",
+    "pytest_xdist_make_scheduler",
+]
 
 ENV_MODE = "IPYAGENT_REPLAY"  # the same names as ipyagent.kernel, without importing it
 ENV_HEADLESS = "IPYAGENT_HEADLESS"
@@ -134,3 +140,17 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``pytest -n auto --nbval``: the cells of one notebook share a kernel and run in order, so
+    they must go to one worker. pytest-xdist's default (``--dist load``) hands out single items;
+    with nbval on, it hands out whole files instead (``loadscope``: a notebook's scope is its
+    file). Other ``--dist`` modes are the user's choice and left alone."""
+    nbval = config.getoption("nbval", False) or config.getoption("nbval_lax", False)
+    if not nbval or config.getoption("dist", None) != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    return LoadScopeScheduling(config, log)

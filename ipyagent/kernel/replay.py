@@ -127,7 +127,7 @@ class ReplaySwitch:
         workspace = notebook.parent if notebook is not None else Path.cwd()
         hint = (
             f"If the change is intended, record {cassette.path.name} again with a real model: "
-            "IPYAGENT_REPLAY=record python -m ipyagent run NOTEBOOK --output NOTEBOOK, or run the "
+            f"python -m ipyagent run {notebook.name if notebook else 'NOTEBOOK'} --record, or run the "
             "notebook in a kernel started with IPYAGENT_REPLAY=record (or after `%agent replay record`) "
             "and save it."
         )

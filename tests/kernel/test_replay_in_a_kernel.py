@@ -262,3 +262,39 @@ def test_a_headless_run_never_edits_the_notebook_it_runs(jupyter_env: Path) -> N
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 passed" in result.stdout
     assert notebook.read_bytes() == before
+
+
+def test_a_suite_recorded_in_parallel_replays_under_xdist_and_its_cassettes_name_no_machine_path(
+    jupyter_env: Path,
+) -> None:
+    suite = jupyter_env / "suite"
+    (suite / "data").mkdir(parents=True)
+    for name in ("a", "b"):
+        (suite / "data" / f"{name}.csv").write_text("x\n1\n")
+        nb = nbformat.v4.new_notebook()
+        script = (
+            f"m = ScriptedModel([tool_call('list_files', {{'path': 'data'}}), 'Notebook {name} is here.'])\n"
+            "%agent model m"
+        )
+        nb.cells = [
+            nbformat.v4.new_code_cell(SETUP + script),
+            nbformat.v4.new_code_cell("%%agent --tools files -o res\nWhat files are there?"),
+            nbformat.v4.new_code_cell("print(res.text)"),  # needs the cells before it, in its kernel
+        ]
+        nbformat.write(nb, suite / f"{name}.ipynb")
+    env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME", "IPYAGENT_REPLAY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "ipyagent", "run", str(suite), "--record", "--jobs", "2"],
+        cwd=jupyter_env, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("a", "b"):
+        cassette = (suite / f"{name}.cassette.jsonl").read_text()
+        assert "b.csv" in cassette, "the tool's result is in it"
+        # Nothing that differs between machines: the cassette replays on any checkout.
+        for path in (str(jupyter_env.parent), os.path.expanduser("~") + os.sep, sys.prefix):
+            assert path not in cassette, path
+
+    result = _nbval(suite, "-n", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "6 passed" in result.stdout
