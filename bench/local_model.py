@@ -7,6 +7,12 @@ then answers with what the tool returned (and does not call again); a no-tool ta
 it answers in text, without a tool, and the answer holds the expected word.
 
     python bench/local_model.py [--models qwen2.5-coder-0.5b qwen2.5-coder-1.5b] [--tool-mode grammar]
+    python bench/local_model.py --decoding 0.2 0 0.2:0    # temperature[:seed], one row each
+
+Each ``--decoding`` is a temperature with an optional sampling seed (default: the model's own, a
+temperature of 0.2 and no seed). Temperature 0 is greedy: the same prompt gives the same reply,
+which is how recordings are made (see ``ipyagent.testing.ReplayModel``). Without a seed, a row at
+a temperature above 0 is one sample: its eval score varies from run to run.
 
 Targets: >= 16/20 with the default model, >= 15 tokens/s. The "cpu load" column is the 1-minute
 load average before the speed run, after it and after the eval: on a 2-core machine, anything
@@ -180,14 +186,37 @@ async def run_task(model: LocalModel, task: Task) -> tuple[bool, str]:
     return True, f"{first.name}({first.raw_arguments}) -> {answer[:40]!r}"
 
 
+@dataclass(frozen=True)
+class Decoding:
+    temperature: float | None  # None: the model's default
+    seed: int | None
+
+    @classmethod
+    def parse(cls, text: str) -> Decoding:
+        temperature, _, seed = text.partition(":")
+        return cls(float(temperature), int(seed) if seed else None)
+
+    def label(self, model: LocalModel) -> str:
+        seed = "no seed" if model.seed is None else f"seed {model.seed}"
+        return f"t={model.temperature:g}, {seed}"
+
+
 async def main(
-    models: list[str], tool_mode: str, bias: float | None, threads: int | None, verbose: bool
+    models: list[str],
+    tool_mode: str,
+    bias: float | None,
+    threads: int | None,
+    decodings: list[Decoding],
+    verbose: bool,
 ) -> None:
     rows = []
     details: dict[str, Any] = {}
-    for name in models:
+    for name, decoding in [(n, d) for n in models for d in decodings]:
         path = resolve_local_model(name)
-        model = LocalModel(path, name=name, tool_mode=tool_mode, seed=0, n_threads=threads)  # type: ignore[arg-type]
+        model = LocalModel(path, name=name, tool_mode=tool_mode, seed=decoding.seed, n_threads=threads)  # type: ignore[arg-type]
+        if decoding.temperature is not None:
+            model.temperature = decoding.temperature
+        label = decoding.label(model)
         if bias is not None:
             model.tool_call_bias = bias
         # Another process on these 2 cores slows every number here: say how busy the CPU was.
@@ -206,11 +235,11 @@ async def main(
         eval_s = time.perf_counter() - started
         cpu_load.append(os.getloadavg()[0])
         loads = "/".join(f"{x:.1f}" for x in cpu_load)
-        rows.append([name, tool_mode, load, ttft * 1e3, rate, f"{passed}/{len(TASKS)}", eval_s, loads])
+        rows.append([name, tool_mode, label, load, ttft * 1e3, rate, f"{passed}/{len(TASKS)}", eval_s, loads])
         for r in results:
             if not r["passed"]:
-                print(f"  FAIL [{name}] {r['prompt']} — {r['detail']}")
-        details[name] = {
+                print(f"  FAIL [{name}, {label}] {r['prompt']} — {r['detail']}")
+        details[f"{name} ({label})"] = {
             "load_s": round(load, 2),
             "ttft_ms": round(ttft * 1e3),
             "tokens_per_s": round(rate, 1),
@@ -220,13 +249,15 @@ async def main(
             # 1-minute load average before and after the speed run, and after the eval.
             "cpu_load": [round(x, 2) for x in cpu_load],
             "n_threads": model.n_threads or os.cpu_count(),
+            "temperature": model.temperature,
+            "seed": model.seed,
             "tool_call_bias": model.tool_call_bias,
             "after_results": model.after_results,
             "tasks": results,
         }
     report(
         "local_model",
-        ["model", "tools", "load s", "TTFT ms", "tok/s", "eval", "eval s", "cpu load"],
+        ["model", "tools", "decoding", "load s", "TTFT ms", "tok/s", "eval", "eval s", "cpu load"],
         rows,
         {
             "default_order": list(DEFAULT_MODELS),
@@ -246,7 +277,15 @@ if __name__ == "__main__":
     parser.add_argument("--bias", type=float, default=None, help="tool_call_bias (default: the model's)")
     parser.add_argument("--threads", type=int, default=None, help="n_threads (default: the model's)")
     parser.add_argument("--tasks", type=int, default=len(TASKS), help="run only the first N tasks")
+    parser.add_argument(
+        "--decoding",
+        nargs="+",
+        type=Decoding.parse,
+        default=[Decoding(None, None)],
+        metavar="T[:SEED]",
+        help="temperature and optional seed, one row each (default: the model's own)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     del TASKS[args.tasks :]
-    asyncio.run(main(args.models, args.tool_mode, args.bias, args.threads, args.verbose))
+    asyncio.run(main(args.models, args.tool_mode, args.bias, args.threads, args.decoding, args.verbose))

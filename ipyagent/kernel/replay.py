@@ -9,6 +9,8 @@ The mode starts from ``$IPYAGENT_REPLAY`` (``record``, ``replay`` or ``off``) an
 ``$IPYAGENT_CASSETTE``; by default ``analysis.ipynb`` uses ``analysis.cassette.jsonl`` beside it
 (``ipyagent.cassette.jsonl`` in the working directory when the kernel does not know its notebook).
 The pytest option ``--ipyagent-replay`` sets the variable for the kernels nbval starts.
+A recording asks the model for deterministic decoding where it has one (the embedded model's
+greedy decoding), so recording an unchanged notebook again gives the same cassette.
 
 This module owns the per-kernel state and :func:`wrap`, which the magics call on the model of
 every ``%%agent`` run; the cassette format and the matching are

@@ -289,3 +289,33 @@ async def test_a_stream_stopped_midway_replays_up_to_there_then_cancels(tmp_path
     events, exc = await drain(ReplayModel(cassette=cassette), request("hi"))
     assert events == [first]
     assert isinstance(exc, asyncio.CancelledError)
+
+
+class GreedyScript(ScriptedModel):
+    """A scripted model that says it decodes greedily at temperature 0, as the local model does."""
+
+    greedy_at_zero = True
+
+
+async def test_recording_asks_a_greedy_model_for_temperature_0_and_keeps_the_request(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    greedy, other = GreedyScript(["a", "b"]), ScriptedModel(["a"])
+    await drain(ReplayModel(greedy, cassette=cassette, mode="record"), request("unset"))
+    # Only the request's own temperature is replaced, never one the agent chose.
+    chosen = request("chosen", settings={"temperature": 0.7})
+    await drain(ReplayModel(greedy, cassette=tmp_path / "d.jsonl", mode="record"), chosen)
+    await drain(ReplayModel(other, cassette=tmp_path / "e.jsonl", mode="record"), request("other"))
+    assert [r.settings.temperature for r in greedy.requests] == [0.0, 0.7]
+    assert other.requests[0].settings.temperature is None  # a hosted API gets what was asked
+    # The cassette holds the request as the agent made it, so it replays as before.
+    events, exc = await drain(ReplayModel(cassette=cassette), request("unset"))
+    assert exc is None and next(getattr(e, "text", None) for e in events) == "a"
+
+
+async def test_recording_can_keep_the_models_own_sampling(tmp_path: Path) -> None:
+    greedy = GreedyScript(["a"])
+    model = ReplayModel(greedy, cassette=tmp_path / "c.jsonl", mode="record", deterministic=False)
+    await drain(model, request("sampled"))
+    assert greedy.requests[0].settings.temperature is None

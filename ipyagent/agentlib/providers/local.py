@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..errors import ContextOverflowError, ProviderError
 from ..messages import FinishReason
@@ -74,8 +74,9 @@ class LocalModel:
         n_threads: CPU threads (default: all cores, at most 8).
         tool_mode: ``"grammar"`` (default) constrains the reply to a valid tool call or text;
             ``"free"`` lets the model write anything and parses calls out of the text.
-        temperature: Sampling temperature when the request does not set one.
-        seed: Sampling seed, for reproducible replies.
+        temperature: Sampling temperature when the request does not set one; 0 is greedy.
+            A recording sends 0 (see :attr:`greedy_at_zero`).
+        seed: Sampling seed, for reproducible replies above temperature 0.
         tool_call_bias: Added to the logits of the call openers (``<tool_call>`` and ``<``) as
             the reply's first token when the user's message mentions an offered tool ("is
             `get_weather` right for Oslo?"). Not applied otherwise: on every turn (2.0) it made
@@ -90,6 +91,11 @@ class LocalModel:
             also ends after a long run of whitespace-only tokens, a degenerate loop seen on the
             1.5B model after several tool results.
     """
+
+    #: Temperature 0 decodes greedily: the same request gives the same reply. A recording
+    #: (:class:`~ipyagent.agentlib.providers.replay.ReplayModel`) sends requests that set no
+    #: temperature at 0 to a model that says so, and recording again gives the same cassette.
+    greedy_at_zero: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -9,10 +9,13 @@ In ``record`` mode every request goes to the wrapped provider; its events pass t
 one JSON line per request is appended to the cassette: the request in a normalized, comparable
 form (qualified model id, system prompt, messages without their ids and timestamps, tool-call ids
 numbered in order, tool specs, settings), the provider events it produced, and the error it ended
-with. In ``replay`` mode (no wrapped provider needed) the recorded streams are served in order,
-and a request that differs from the recorded one fails with a :class:`ProviderError` whose
-message is a unified diff of the two. Volatile text — today's date and the workspace in the
-system prompt, memory addresses, the ``workspace`` path given — is scrubbed before comparing.
+with. A recording asks for deterministic decoding where the model offers it (the local model
+decodes greedily at temperature 0), so recording an unchanged notebook again gives the same
+cassette; the request is recorded as the agent made it. In ``replay`` mode (no wrapped provider
+needed) the recorded streams are served in order, and a request that differs from the recorded
+one fails with a :class:`ProviderError` whose message is a unified diff of the two. Volatile
+text — today's date and the workspace in the system prompt, memory addresses, the ``workspace``
+path given — is scrubbed before comparing.
 
 Secrets never reach a cassette: requests carry no keys, headers or base URLs, and any value of
 a key-like environment variable (``*_KEY``, ``*TOKEN*``, ...) or of a configured endpoint key
@@ -179,6 +182,13 @@ class ReplayModel:
             cassette recorded in one checkout replays in another.
         scrub: More ``(regex, replacement)`` pairs applied to request text before comparing.
         rerecord_hint: What a mismatch error tells the user to do.
+        deterministic: In ``record`` mode, send a request that sets no temperature at
+            temperature 0 to a model that decodes greedily there (one with ``greedy_at_zero``
+            set: the local model), so recording it again gives the same reply. The cassette
+            keeps the request as the agent made it, so replays match it either way. Other
+            providers get the request unchanged: hosted APIs are not deterministic at
+            temperature 0, and reasoning models reject any temperature but 1. ``False`` records
+            one sample at the model's own settings.
     """
 
     def __init__(
@@ -191,6 +201,7 @@ class ReplayModel:
         workspace: str | os.PathLike[str] | None = None,
         scrub: Sequence[tuple[str | re.Pattern[str], str]] = (),
         rerecord_hint: str = DEFAULT_RERECORD_HINT,
+        deterministic: bool = True,
     ) -> None:
         if mode not in ("record", "replay"):
             raise UserError(
@@ -206,6 +217,7 @@ class ReplayModel:
         self.wrapped = model
         self.cassette = cassette if isinstance(cassette, Cassette) else Cassette(cassette)
         self.rerecord_hint = rerecord_hint
+        self.deterministic = deterministic
         self._expected = model_id or (model.model_id if model is not None and mode == "replay" else None)
         scrubs = [(re.compile(p) if isinstance(p, str) else p, r) for p, r in scrub]
         if workspace is not None:
@@ -253,7 +265,7 @@ class ReplayModel:
         error: dict[str, Any] | None = None
         cancelled = False
         try:
-            async with open_stream(wrapped, request) as stream:
+            async with open_stream(wrapped, self._as_sent(request)) as stream:
                 async for event in stream:
                     events.append(event)
                     yield event
@@ -270,6 +282,17 @@ class ReplayModel:
             dumped = [_dump_event(e) for e in events]
             record = Recording(wrapped.model_id, wrapped.context_limit, normalized, dumped, error, cancelled)
             self.cassette.append(record)
+
+    def _as_sent(self, request: ModelRequest) -> ModelRequest:
+        """``request`` as a recording sends it: at temperature 0 when that decodes greedily."""
+        if (
+            not self.deterministic
+            or request.settings.temperature is not None  # the agent's own choice stands
+            or not getattr(self.wrapped, "greedy_at_zero", False)
+        ):
+            return request
+        settings = request.settings.model_copy(update={"temperature": 0.0})
+        return request.model_copy(update={"settings": settings})
 
     async def _replay(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         live = self.normalize(request)
