@@ -50,3 +50,38 @@ def test_recording_the_same_conversation_twice_gives_the_same_cassette(
     assert first.count(b"\n") == 3  # the header and two requests
     assert b'"type":"text"' in first  # the model did write something
     assert first == second
+
+
+def test_recording_the_same_notebook_twice_gives_the_same_cassette_and_outputs(
+    tiny_gguf: Path, tmp_path: Path
+) -> None:
+    import nbformat
+
+    cells = [
+        "%load_ext ipyagent\n%agent model local/default\nfrom ipyagent import tool\n\n"
+        '@tool(read_only=True)\ndef today() -> str:\n    "The day of the week."\n    return "Monday"',
+        # One small tool: the kernel's own would not fit the tiny model's context.
+        "%%agent --new --quiet --tools today -o first\nHello! Who are you?",
+        "%%agent --quiet --tools today -o second\nTell me more, at length.",
+        "print(first.text == '', second.text == '')",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    notebook = tmp_path / "chat.ipynb"
+    env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME", "IPYAGENT_REPLAY")}
+    env |= {"IPYAGENT_LOCAL_MODEL": str(tiny_gguf), "PYTHONPATH": os.pathsep.join(sys.path)}
+    saved = []
+    # Recorded twice where it lives: the model sees the workspace's path and today's date, so
+    # the same prompt means the same folder on the same day.
+    for _ in range(2):
+        nbformat.write(nb, str(notebook))
+        done = subprocess.run(
+            [sys.executable, "-m", "ipyagent", "run", str(notebook), "--record"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        recorded = nbformat.read(str(notebook), as_version=4)
+        outputs = [[o.get("text") for o in c.outputs] for c in recorded.cells]
+        saved.append(((tmp_path / "chat.cassette.jsonl").read_bytes(), outputs))
+    assert saved[0][0].count(b"\n") == 3, "the header and two requests"
+    assert saved[0] == saved[1]
