@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Kernel, text_of
 
 from ipyagent import Agent
 from ipyagent.agentlib.messages import ToolResultBlock
@@ -29,7 +30,7 @@ async def call(
     arguments: dict[str, Any],
     *,
     protected: Mapping[Path, str] | None = None,
-    search_seconds: float = 30.0,
+    search_seconds: float | None = None,
     tool_timeout: float = 120.0,
     answer: str | None = None,
 ) -> ToolResultBlock:
@@ -378,3 +379,29 @@ async def test_a_very_deep_tree_is_walked_without_recursion_errors(deep_tree: Pa
     assert "folders more than 64 levels down are not listed" in block.content
     block = await call(workspace, "read_file", {"path": "d/" * 1100 + "needle.txt"})
     assert block.content == "     1  needle"
+
+
+# -- in a real kernel ----------------------------------------------------------------------------
+
+
+def test_in_a_kernel_a_search_stops_in_time_and_the_session_file_is_off_limits(kernel: Kernel) -> None:
+    kernel.run(
+        "%load_ext ipyagent\n"
+        "from pathlib import Path\n"
+        "from ipyagent.testing import ScriptedModel, tool_call\n"
+        "Path('slow.txt').write_text('a' * 40 + 'b\\n')\n"
+        "import ipyagent.kernel.tools.files as file_tools_module\n"
+        "file_tools_module.SEARCH_SECONDS = 2\n"
+        "m = ScriptedModel([[tool_call('search_files', {'pattern': '(a+)+$'}), "
+        "tool_call('write_file', {'path': 'ipyagent.agent.jsonl', 'content': '{}'})], 'done'])"
+    )
+    reply, outputs = kernel.run("%%agent -y -m m --tools files\nsearch", timeout=120)
+    assert reply["status"] == "ok", reply
+    _, outputs = kernel.run(
+        "for block in m.requests[1].messages[-1].tool_results: print(block.content.splitlines()[0])\n"
+        "print('done' in Path('ipyagent.agent.jsonl').read_text())"
+    )
+    search, write, kept = text_of(outputs).strip().splitlines()
+    assert "The search stopped at its time limit of 2 s with no match found" in search
+    assert "'ipyagent.agent.jsonl' is off limits to the file tools: it is the file a conversation" in write
+    assert kept == "True"

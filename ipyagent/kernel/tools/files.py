@@ -82,10 +82,11 @@ def _inside(root: Path, path: Path) -> bool:
 
 
 def file_tools(
-    workspace: Path, *, protected: Mapping[Path, str] | None = None, search_seconds: float = SEARCH_SECONDS
+    workspace: Path, *, protected: Mapping[Path, str] | None = None, search_seconds: float | None = None
 ) -> list[Tool]:
     """The file tools for ``workspace``. ``protected`` maps files the tools must never write to
-    what they are (said to the model when it tries); ``search_seconds`` bounds one search."""
+    what they are (said to the model when it tries); ``search_seconds`` bounds one search
+    (default: :data:`SEARCH_SECONDS`)."""
     root = workspace
     guarded = dict(protected or {})
 
@@ -190,7 +191,7 @@ def file_tools(
             "max_matches": MAX_MATCHES,
             "skip": sorted(SKIP_DIRS),
         }
-        return await _search(request, search_seconds)
+        return await _search(request, search_seconds if search_seconds is not None else SEARCH_SECONDS)
 
     def write_file(path: str, content: str) -> str:
         """Create or overwrite a text file in the workspace.
