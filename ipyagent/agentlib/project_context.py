@@ -22,6 +22,7 @@ always stated. This module reads; :mod:`~ipyagent.agentlib.system_prompt` writes
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ MAX_FILE_BYTES = 32_000
 MAX_TOTAL_BYTES = 96_000
 MAX_SKILLS = 200
 MAX_DESCRIPTION = 1_024
+MAX_SKILL_DEPTH = 8  # folders of a skill listed this deep
 
 
 @dataclass(frozen=True)
@@ -170,10 +172,18 @@ def read_text_safely(path: Path, workspace: Path, limit: int) -> str | None:
     real = Path(os.path.realpath(path))
     if not _inside(real, Path(os.path.realpath(workspace))) or not real.is_file():
         return None
+    # Checked again on what is opened: a file swapped for a named pipe (or a link) after the
+    # check above must not block the open or be followed.
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    )
     try:
-        with open(real, "rb") as f:
+        with open(os.open(real, flags), "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None
             data = f.read(max(0, limit) + 1)
-            size = os.fstat(f.fileno()).st_size
+            size = info.st_size
     except OSError:
         return None
     if len(data) <= limit:
@@ -228,7 +238,9 @@ def _skill_files(folder: Path, workspace: Path, limit: int = 50) -> Sequence[str
     root = Path(os.path.realpath(workspace))
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        # os.walk recurses (before Python 3.12): a very deep folder would raise RecursionError.
+        deep = len(Path(dirpath).relative_to(folder).parts) >= MAX_SKILL_DEPTH
+        dirnames[:] = [] if deep else sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             path = Path(dirpath) / name
             if name == "SKILL.md" and path.parent == folder:

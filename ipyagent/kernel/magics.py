@@ -9,7 +9,8 @@ IPython profile or ``%config AgentMagics.auto_approve = True``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -40,7 +41,27 @@ def _user_error(message: str, hint: str, code: str = "user_error") -> Exception:
     return UserError(message, hint=hint, code=code)
 
 
-__all__ = ["AgentMagics", "AgentRunFailed"]
+__all__ = ["AgentMagics", "AgentRunFailed", "protected_files"]
+
+
+def protected_files(
+    *, sessions: Iterable[Path], cassette: Path | None, notebook: Path | None, headless: bool
+) -> dict[Path, str]:
+    """The files no tool of this kernel may write, each with what it is (the model is told).
+
+    A conversation's session file is appended to through an open handle: a file written over
+    it would take the place of its name while later turns go to the old, unlinked one. The
+    cassette is being recorded or replayed; a headless run's notebook is being executed."""
+    found = dict.fromkeys(
+        sessions,
+        "the file a conversation of this kernel is saved in; writing it would lose the turns that follow",
+    )
+    if cassette is not None:
+        found[cassette] = "the cassette this kernel records to or replays from"
+    if headless and notebook is not None:
+        found[notebook] = "the notebook this headless run executes; propose changes with insert_cell instead"
+    return found
+
 
 HELP = """\
 %%agent [options]          the cell body is the prompt; {var} inserts a variable, {{ }} literal braces
@@ -165,6 +186,18 @@ class AgentMagics(Magics):
         agent.settings = agent.settings.model_copy(update={"thinking": thinking})
         groups = [g.strip() for g in (args.tools or self.tools).split(",") if g.strip()]
         agent.tools = []
+        from .notebook_path import runs_headless
+
+        open_sessions = [
+            a.session.path for a in (*self.state.agents.values(), agent) if a.session is not None
+        ]
+        replay = replay_mode()
+        protected = protected_files(
+            sessions=open_sessions,
+            cassette=replay.cassette_path(self.state.notebook) if replay.active else None,
+            notebook=self.state.notebook,
+            headless=runs_headless(),
+        )
         for t in kernel_tools(
             groups,
             shell=self.shell,
@@ -173,6 +206,7 @@ class AgentMagics(Magics):
             notebook=self.state.notebook,
             history=self.state.history,
             namespace=self.shell.user_ns if self.shell is not None else None,
+            protected=protected,
         ):
             agent.add_tool(t)
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,31 @@ async def test_agents_md_is_read_afresh_each_run(tmp_path: Path) -> None:
     await agent.run("b")
     assert "new rule" not in model.requests[0].system
     assert "new rule" in model.requests[1].system
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_agents_md_swapped_for_a_named_pipe_after_the_check_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agents_md = tmp_path / "AGENTS.md"
+    agents_md.write_text("rules")
+    is_file = Path.is_file
+
+    def check_then_swap(self: Path) -> bool:
+        found = is_file(self)
+        if self.name == "AGENTS.md" and found:  # the window between the check and the open
+            self.unlink()
+            os.mkfifo(self)
+        return found
+
+    monkeypatch.setattr(Path, "is_file", check_then_swap)
+    loaded: list[object] = []
+    reader = threading.Thread(target=lambda: loaded.append(load_project_context(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(10)
+    try:
+        assert loaded, "loading the project context blocked on a named pipe"
+    finally:
+        with contextlib.suppress(OSError):  # wake a reader blocked in open(), if any
+            os.close(os.open(agents_md, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)

@@ -30,7 +30,10 @@ def kernel_tools(
     notebook: Path | None,
     history: History | None = None,
     namespace: Mapping[str, Any] | None = None,
+    protected: Mapping[Path, str] | None = None,
 ) -> list[Tool]:
+    """The tools of ``groups``. ``protected`` maps files no tool may write (the conversation's
+    session file, the cassette, a headless run's notebook) to what they are."""
     own = _namespace_tools([g for g in groups if g not in GROUPS], namespace or {})
     tools: list[Tool] = []
     if "python" in groups:
@@ -45,7 +48,7 @@ def kernel_tools(
     if "files" in groups:
         from .files import file_tools
 
-        tools += file_tools(workspace)
+        tools += file_tools(workspace, protected=protected)
     return tools + own
 
 

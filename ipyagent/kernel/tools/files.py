@@ -1,45 +1,61 @@
 """File tools confined to the workspace: list, read, search, write, edit.
 
 A path is resolved (symlinks followed) and must land inside the workspace: ``..``, absolute
-paths elsewhere and symlinks that point out are refused. Reads are capped; writes replace the
+paths elsewhere and symlinks that point out are refused. The resolved path is then opened folder
+by folder from the workspace without following links (:mod:`._safe_io`), so nothing swapped in
+after the check is followed. Only regular files are read, in bounded memory; writes replace the
 file atomically (a temporary file renamed over it), so a failure never leaves half a file.
+
+Some files are not the model's to touch. ``protected`` files (the conversation's session file,
+the cassette in use, a headless run's notebook; the kernel layer names them) are never written.
+Files that hold secrets by convention (:func:`._safe_io.is_secret`: ``.env``, private keys,
+credentials) are read only when the user says yes to a question, and searches skip them.
+A search runs in a process of its own (:mod:`._search`), killed at its time limit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import fnmatch
+import json
 import os
-import re
+import stat
+import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
-from ...agentlib.tools import Tool, tool
+from ...agentlib.tools import RunContext, Tool, tool
+from . import _safe_io as io
+from ._safe_io import WorkspaceError
 
 __all__ = ["WorkspaceError", "atomic_write", "file_tools", "resolve_inside"]
 
-MAX_READ_CHARS = 60_000
+# Below the agent's default max_result_chars (30,000), so the "ask for start_line" hint is kept.
+MAX_READ_CHARS = 25_000
 MAX_LIST = 500
 MAX_MATCHES = 200
+MAX_EDIT_BYTES = 10_000_000
+#: read_file counts the lines after what it shows (for "line N of M") up to this many bytes.
+MAX_COUNT_BYTES = 256 * 1024 * 1024
+SEARCH_SECONDS = 30.0
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".ipynb_checkpoints"}
-
-
-class WorkspaceError(Exception):
-    """A path the tools may not touch, or an edit that does not apply; written for the model
-    (the agent turns it into an error result)."""
+_WORKER = str(Path(__file__).with_name("_search.py"))
 
 
 def resolve_inside(root: Path, path: str) -> Path:
-    root = root.resolve()
-    target = (root / path).resolve()
+    try:
+        root = root.resolve()
+        target = (root / path).resolve()
+    except (RecursionError, OSError, ValueError) as exc:
+        raise WorkspaceError(
+            f"Cannot resolve {path[:200]!r}: the path is too deep or too long, or it loops "
+            f"({type(exc).__name__}). Use a shorter path."
+        ) from exc
     if target != root and root not in target.parents:
         raise WorkspaceError(f"{path!r} is outside the workspace ({root}); use a path inside it.")
     return target
-
-
-def _default_mode() -> int:
-    umask = os.umask(0)  # reading the umask means setting it; put it straight back
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -49,7 +65,7 @@ def atomic_write(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
         # mkstemp makes 0600 files: keep an existing file's mode, give a new one the usual one.
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _default_mode())
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else io._default_mode())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -65,18 +81,41 @@ def _inside(root: Path, path: Path) -> bool:
     return True
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    if b"\0" in data[:8192]:
-        raise WorkspaceError(f"{path.name} is a binary file; it cannot be read as text.")
-    return data.decode("utf-8", errors="replace")
-
-
-def file_tools(workspace: Path) -> list[Tool]:
+def file_tools(
+    workspace: Path, *, protected: Mapping[Path, str] | None = None, search_seconds: float | None = None
+) -> list[Tool]:
+    """The file tools for ``workspace``. ``protected`` maps files the tools must never write to
+    what they are (said to the model when it tries); ``search_seconds`` bounds one search
+    (default: :data:`SEARCH_SECONDS`)."""
     root = workspace
+    guarded = dict(protected or {})
+
+    def real_root() -> str:
+        return str(root.resolve())
+
+    def parts_of(target: Path) -> list[str]:
+        return list(target.relative_to(root.resolve()).parts)
 
     def rel(path: Path) -> str:
         return path.relative_to(root.resolve()).as_posix() or "."
+
+    def refused_inodes() -> dict[tuple[int, int], str]:
+        out: dict[tuple[int, int], str] = {}
+        for path, why in guarded.items():
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                out[(info.st_dev, info.st_ino)] = why
+        return out
+
+    def check_writable(target: Path, path: str) -> list[str]:
+        for protected_path, why in guarded.items():
+            with contextlib.suppress(OSError, RuntimeError):
+                if protected_path.resolve() == target:
+                    raise WorkspaceError(io.off_limits(rel(target), why))
+        parts = parts_of(target)
+        if not parts:
+            raise WorkspaceError(f"{path!r} is the workspace folder itself, not a file.")
+        return parts
 
     def list_files(path: str = ".", pattern: str = "*", recursive: bool = False) -> str:
         """List files and folders in the workspace.
@@ -89,27 +128,35 @@ def file_tools(workspace: Path) -> list[Tool]:
         folder = resolve_inside(root, path)
         if not folder.is_dir():
             raise WorkspaceError(f"{path!r} is not a folder.")
+        base = real_root()
         entries: list[str] = []
-        walker = os.walk(folder) if recursive else [(str(folder), *_split(folder))]
-        for current, dirs, files in walker:
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-            base = Path(current)
-            for name in dirs if not recursive else []:
-                entries.append(f"{rel(base / name)}/")
-            for name in sorted(files):
+        deep = False
+        for current, dirs, others in io.walk(base, parts_of(folder), skip=frozenset(SKIP_DIRS)):
+            if others == ["…"] and not dirs:
+                deep = True
+                continue
+            if not recursive:
+                entries += [f"{'/'.join([*current, name])}/" for name in dirs]
+                dirs.clear()
+            for name in others:
                 if fnmatch.fnmatch(name, pattern):
-                    inside = _inside(root, base / name)
-                    size = (base / name).stat().st_size if inside and (base / name).exists() else 0
-                    note = f"({size:,} bytes)" if inside else "(link to outside the workspace)"
-                    entries.append(f"{rel(base / name)}  {note}")
+                    entries.append(
+                        f"{'/'.join([*current, name])}  {_describe(root, Path(base, *current, name))}"
+                    )
             if len(entries) > MAX_LIST:
+                break
+            if not recursive:
                 break
         if not entries:
             return "(nothing matches)"
         more = f"\n… (listing stopped at {MAX_LIST} entries)" if len(entries) > MAX_LIST else ""
+        if deep:
+            more += f"\n… (folders more than {io.MAX_DEPTH} levels down are not listed)"
         return "\n".join(entries[:MAX_LIST]) + more
 
-    def read_file(path: str, start_line: int = 1, end_line: int | None = None) -> str:
+    async def read_file(
+        path: str, start_line: int = 1, end_line: int | None = None, *, ctx: RunContext
+    ) -> str:
         """Read a text file, with line numbers.
 
         Args:
@@ -118,20 +165,14 @@ def file_tools(workspace: Path) -> list[Tool]:
             end_line: Last line to show (default: as much as fits).
         """
         target = resolve_inside(root, path)
-        lines = _read_text(target).splitlines()
-        first = max(1, start_line)
-        last = len(lines) if end_line is None else min(end_line, len(lines))
-        out, size = [], 0
-        for number in range(first, last + 1):
-            line = f"{number:>6}  {lines[number - 1]}"
-            size += len(line) + 1
-            if size > MAX_READ_CHARS:
-                out.append(f"… (stopped at line {number - 1} of {len(lines)}; ask for start_line={number})")
-                break
-            out.append(line)
-        return "\n".join(out) if out else f"(no lines {first}-{last}; the file has {len(lines)} lines)"
+        parts = parts_of(target)
+        if io.is_secret(list(Path(path).parts)) or io.is_secret(parts):
+            await _consent(ctx, rel(target))
+        # Never blocks: only a regular file is opened (O_NONBLOCK, then fstat), and at most
+        # MAX_READ_CHARS plus MAX_COUNT_BYTES are read, so the thread always ends soon.
+        return await asyncio.to_thread(_read_range, real_root(), parts, start_line, end_line)
 
-    def search_files(pattern: str, path: str = ".", glob: str = "*") -> str:
+    async def search_files(pattern: str, path: str = ".", glob: str = "*") -> str:
         """Search file contents with a regular expression.
 
         Args:
@@ -139,32 +180,18 @@ def file_tools(workspace: Path) -> list[Tool]:
             path: Folder to search in, relative to the workspace.
             glob: Only files whose name matches, e.g. "*.py".
         """
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise WorkspaceError(f"invalid regular expression {pattern!r}: {exc}") from exc
         folder = resolve_inside(root, path)
-        matches: list[str] = []
-        for current, dirs, files in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-            for name in sorted(files):
-                file = Path(current) / name
-                if (
-                    not fnmatch.fnmatch(name, glob)
-                    or not _inside(root, file)
-                    or file.stat().st_size > 5_000_000
-                ):
-                    continue
-                try:
-                    text = _read_text(file)
-                except (WorkspaceError, OSError):
-                    continue
-                for number, line in enumerate(text.splitlines(), 1):
-                    if regex.search(line):
-                        matches.append(f"{rel(file)}:{number}: {line.strip()[:200]}")
-                        if len(matches) >= MAX_MATCHES:
-                            return "\n".join(matches) + f"\n… (stopped at {MAX_MATCHES} matches)"
-        return "\n".join(matches) or "(no matches)"
+        if not folder.is_dir():
+            raise WorkspaceError(f"{path!r} is not a folder; search a folder and narrow it with glob.")
+        request = {
+            "root": real_root(),
+            "parts": parts_of(folder),
+            "pattern": pattern,
+            "glob": glob,
+            "max_matches": MAX_MATCHES,
+            "skip": sorted(SKIP_DIRS),
+        }
+        return await _search(request, search_seconds if search_seconds is not None else SEARCH_SECONDS)
 
     def write_file(path: str, content: str) -> str:
         """Create or overwrite a text file in the workspace.
@@ -174,8 +201,8 @@ def file_tools(workspace: Path) -> list[Tool]:
             content: The whole new content.
         """
         target = resolve_inside(root, path)
-        existed = target.exists()
-        atomic_write(target, content)
+        parts = check_writable(target, path)
+        existed = io.write_regular(real_root(), parts, content.encode("utf-8"), refuse=refused_inodes())
         return f"{'Overwrote' if existed else 'Created'} {rel(target)} ({len(content):,} characters)."
 
     def edit_file(path: str, old: str, new: str, expected_count: int = 1) -> str:
@@ -188,14 +215,16 @@ def file_tools(workspace: Path) -> list[Tool]:
             expected_count: How many occurrences you expect; the edit is refused if it differs.
         """
         target = resolve_inside(root, path)
-        text = _read_text(target)
+        parts = check_writable(target, path)
+        text = _read_whole(real_root(), parts)
         count = text.count(old) if old else 0
         if count != expected_count:
             raise WorkspaceError(
                 f"found {count} occurrence(s) of the old text in {rel(target)}, expected {expected_count}; "
                 "nothing was changed. Read the file again and quote the text exactly."
             )
-        atomic_write(target, text.replace(old, new))
+        data = text.replace(old, new).encode("utf-8", errors="surrogateescape")
+        io.write_regular(real_root(), parts, data, refuse=refused_inodes())
         return f"Replaced {count} occurrence(s) in {rel(target)}."
 
     return [
@@ -207,9 +236,160 @@ def file_tools(workspace: Path) -> list[Tool]:
     ]
 
 
-def _split(folder: Path) -> tuple[list[str], list[str]]:
-    dirs: list[str] = []
-    files: list[str] = []
-    for entry in folder.iterdir():
-        (dirs if entry.is_dir() else files).append(entry.name)
-    return dirs, files
+def _describe(root: Path, path: Path) -> str:
+    """What list_files says about a non-folder entry: its size, or what kind of thing it is."""
+    try:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            if not _inside(root, path):
+                return "(link to outside the workspace)"
+            info = path.stat()
+    except (OSError, RuntimeError):
+        return "(broken link)"
+    if stat.S_ISDIR(info.st_mode):
+        return "(link to a folder)"
+    if not stat.S_ISREG(info.st_mode):
+        return f"({io._kind(info.st_mode)}; not readable by the file tools)"
+    return f"({info.st_size:,} bytes)"
+
+
+async def _consent(ctx: RunContext, shown: str) -> None:
+    """Ask the user before a file that holds secrets is read (its text goes to the model)."""
+    answer = await ctx.ask_user(
+        f"The agent wants to read {shown}, a file that usually holds secrets (keys, passwords, tokens). "
+        "What it reads is sent to the model provider. Allow it to read this file once?",
+        ["Allow once", "Deny"],
+    )
+    if answer is None:
+        raise WorkspaceError(
+            f"{shown!r} holds secrets by convention, so reading it needs the user's consent, and nobody "
+            "can answer in this run. Do not try to read it another way; ask the user for the values "
+            "you need (or for them to be set as environment variables)."
+        )
+    if not answer.strip().lower().startswith(("allow", "yes")):
+        raise WorkspaceError(
+            f"The user declined to let you read {shown!r}. Do not try to read it another way; "
+            "go on without it or ask the user."
+        )
+
+
+def _read_range(root: str, parts: list[str], start_line: int, end_line: int | None) -> str:
+    with io.open_regular(root, parts) as fd:
+        if io.is_binary(fd):
+            raise WorkspaceError(f"{parts[-1]} is a binary file; it cannot be read as text.")
+        first = max(1, start_line)
+        out: list[str] = []
+        size = number = 0
+        for number, (line, cut, offset) in enumerate(io.iter_lines(fd), 1):
+            if number < first:
+                continue
+            if end_line is not None and number > end_line:
+                break
+            shown = f"{number:>6}  {line}" + (f" … (line cut at {io.MAX_LINE_BYTES:,} bytes)" if cut else "")
+            size += len(shown) + 1
+            if size > MAX_READ_CHARS:
+                total = _total_lines(fd, number, offset)
+                out.append(f"… (stopped at line {number - 1} of {total}; ask for start_line={number})")
+                break
+            out.append(shown)
+        if not out:
+            total = _total_lines(fd, 0, 0)
+            last = total if end_line is None else end_line
+            return f"(no lines {first}-{last}; the file has {total} lines)"
+        return "\n".join(out)
+
+
+def _total_lines(fd: int, number: int, offset: int) -> str:
+    """How many lines the file has, counting past line ``number`` (which ends at ``offset``)
+    without holding the file in memory; past MAX_COUNT_BYTES, a lower bound."""
+    count, complete = io.count_newlines(fd, offset, limit=MAX_COUNT_BYTES)
+    size = os.fstat(fd).st_size
+    if size > offset and os.pread(fd, 1, size - 1) != b"\n":
+        count += 1  # a last line without a newline
+    return f"{number + count}" if complete else f"more than {number + count}"
+
+
+def _read_whole(root: str, parts: list[str]) -> str:
+    with io.open_regular(root, parts) as fd:
+        if io.is_binary(fd):
+            raise WorkspaceError(f"{parts[-1]} is a binary file; it cannot be edited as text.")
+        if os.fstat(fd).st_size > MAX_EDIT_BYTES:
+            raise WorkspaceError(
+                f"{'/'.join(parts)} is larger than {MAX_EDIT_BYTES:,} bytes; edit_file holds the whole "
+                "file. Use the python tool to change a file this large."
+            )
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    # surrogateescape: bytes that are not UTF-8 are written back exactly as they were.
+    return b"".join(chunks).decode("utf-8", errors="surrogateescape")
+
+
+async def _search(request: dict[str, object], seconds: float) -> str:
+    """Run the search worker; kill it at ``seconds`` (or when this call is cancelled) and keep
+    the matches it sent before."""
+    if not sys.executable:
+        raise WorkspaceError("search_files cannot start its search process here (no Python executable).")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-E", "-s", "-S", _WORKER,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=1 << 20,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    matches: list[str] = []
+    done: dict[str, object] | None = None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    try:
+        process.stdin.write(json.dumps(request).encode())
+        await process.stdin.drain()
+        process.stdin.close()
+        while done is None:
+            try:
+                line = await asyncio.wait_for(process.stdout.readline(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                break
+            if not line:
+                break
+            item = json.loads(line)
+            if "error" in item:
+                raise WorkspaceError(str(item["error"]))
+            if "match" in item:
+                matches.append(str(item["match"]))
+            else:
+                done = item
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        await process.wait()
+    if done is None and loop.time() < deadline:
+        detail = (await process.stderr.read())[-500:].decode(errors="replace").strip()
+        raise WorkspaceError(f"The search process failed ({detail or f'exit {process.returncode}'}).")
+    return _search_report(matches, done, seconds)
+
+
+def _search_report(matches: list[str], done: dict[str, object] | None, seconds: float) -> str:
+    notes: list[str] = []
+    if done is None:
+        stopped = (
+            f"the search stopped at its time limit of {seconds:g} s"
+            + (" (matches above were found before it)" if matches else " with no match found")
+            + ". Narrow path or glob, or simplify the pattern "
+            "(nested quantifiers like (a+)+ can run for ever)."
+        )
+        if not matches:
+            raise WorkspaceError(stopped[0].upper() + stopped[1:])
+        notes.append(f"… ({stopped})")
+    elif done.get("done") == "limit":
+        notes.append(f"… (stopped at {MAX_MATCHES} matches)")
+    if done is not None and done.get("secret"):
+        notes.append(
+            f"… (skipped {done['secret']} file(s) that hold secrets by convention, such as .env or private "
+            "keys; read_file asks the user before reading one)"
+        )
+    if done is not None and done.get("deep"):
+        notes.append(f"… (folders more than {io.MAX_DEPTH} levels down were not searched)")
+    return "\n".join((matches or ["(no matches)"]) + notes)
