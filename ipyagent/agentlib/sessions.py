@@ -14,16 +14,24 @@ record, appended as the agent commits it and never rewritten::
 
 Loading replays the records: a ``compaction`` replaces the first ``dropped`` messages with its
 summary, a ``reset`` empties the transcript, a ``repair`` inserts (or replaces) the message that
-answers tool calls a crash left without results. Unknown record types are kept
+answers tool calls a crash left without results, right after the message holding those calls
+(found by their ids, so a lost line before it does not shift it). Unknown record types are kept
 (:attr:`SessionState.unknown`) and otherwise ignored, so older readers survive newer writers of
 the same format version; a newer *version* is refused with a clear error.
 
 Crash safety: each record is one ``write`` of a whole line, followed by ``fsync`` (on by
 default). A line torn by a crash can only be the last one: it is skipped with a
 :class:`SessionWarning` and cut off when the file is next opened for writing, so no earlier line
-is ever lost. One writer at a time: the file is locked (``flock``) while open for writing; a
-second opener gets a :class:`~ipyagent.agentlib.errors.UserError`, or asks for a read-only view.
-On platforms without ``fcntl`` (Windows) there is no lock.
+is ever lost (a whole last line that only lacks its newline is kept, and the newline added).
+
+Damage elsewhere (a bad disk, a hand edit) never stops a file from opening, and never yields a
+transcript a provider rejects: an unreadable line is skipped, a tool result whose call was lost
+is dropped, a call whose result was lost is answered as interrupted — each said in a
+:class:`SessionWarning`, which the agent also reports at the start of its next run.
+
+One writer at a time: the file is locked (``flock``) while open for writing; a second opener
+gets a :class:`~ipyagent.agentlib.errors.UserError`, or asks for a read-only view. On platforms
+without ``fcntl`` (Windows) there is no lock.
 
 This module owns the file format and the store. It never writes provider configuration: the
 header and records are built from a fixed set of fields, so keys and headers cannot leak in.

@@ -312,7 +312,9 @@ def test_a_lost_tool_call_line_leaves_no_orphan_results(tmp_path: Path) -> None:
     assert_valid_transcript(state.messages)
     assert [m.text for m in state.messages] == ["go", "done"]
     # A writer opens it the same way, and the next load agrees.
-    with pytest.warns(SessionWarning), Session.open(path) as session:
+    with pytest.warns(SessionWarning):
+        session = Session.open(path)
+    with session:
         assert session.state.messages == state.messages
         session.append_message(Message.user("more"))
     with pytest.warns(SessionWarning):
