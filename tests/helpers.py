@@ -6,8 +6,13 @@ from ipyagent.agentlib.messages import Message
 
 
 def assert_valid_transcript(messages: list[Message]) -> None:
-    """What every provider demands: each tool call is answered by the next message, exactly once."""
+    """What every provider demands: each tool call is answered by the next message, exactly once,
+    and every tool result answers a call of the message just before it."""
     for i, message in enumerate(messages):
+        if message.tool_results:
+            before = {c.id for c in messages[i - 1].tool_calls} if i else set()
+            orphans = [r.tool_call_id for r in message.tool_results if r.tool_call_id not in before]
+            assert not orphans, f"message {i} answers tool calls not made just before it: {orphans}"
         calls = [c.id for c in message.tool_calls]
         if not calls:
             continue

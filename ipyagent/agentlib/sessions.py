@@ -14,16 +14,24 @@ record, appended as the agent commits it and never rewritten::
 
 Loading replays the records: a ``compaction`` replaces the first ``dropped`` messages with its
 summary, a ``reset`` empties the transcript, a ``repair`` inserts (or replaces) the message that
-answers tool calls a crash left without results. Unknown record types are kept
+answers tool calls a crash left without results, right after the message holding those calls
+(found by their ids, so a lost line before it does not shift it). Unknown record types are kept
 (:attr:`SessionState.unknown`) and otherwise ignored, so older readers survive newer writers of
 the same format version; a newer *version* is refused with a clear error.
 
 Crash safety: each record is one ``write`` of a whole line, followed by ``fsync`` (on by
 default). A line torn by a crash can only be the last one: it is skipped with a
 :class:`SessionWarning` and cut off when the file is next opened for writing, so no earlier line
-is ever lost. One writer at a time: the file is locked (``flock``) while open for writing; a
-second opener gets a :class:`~ipyagent.agentlib.errors.UserError`, or asks for a read-only view.
-On platforms without ``fcntl`` (Windows) there is no lock.
+is ever lost (a whole last line that only lacks its newline is kept, and the newline added).
+
+Damage elsewhere (a bad disk, a hand edit) never stops a file from opening, and never yields a
+transcript a provider rejects: an unreadable line is skipped, a tool result whose call was lost
+is dropped, a call whose result was lost is answered as interrupted — each said in a
+:class:`SessionWarning`, which the agent also reports at the start of its next run.
+
+One writer at a time: the file is locked (``flock``) while open for writing; a second opener
+gets a :class:`~ipyagent.agentlib.errors.UserError`, or asks for a read-only view. On platforms
+without ``fcntl`` (Windows) there is no lock.
 
 This module owns the file format and the store. It never writes provider configuration: the
 header and records are built from a fixed set of fields, so keys and headers cannot leak in.
@@ -158,6 +166,7 @@ class Session:
                 state = _parse(f, path)
             if state is None:
                 raise _not_a_session(path, "it has no complete header line")
+            _drop_orphans(state, path)
             _issue(state)
             # Repaired in memory only, and quietly: the writer may still be running that tool.
             _repair(state, path)
@@ -192,6 +201,7 @@ class Session:
         except BaseException:
             os.close(fd)
             raise
+        _drop_orphans(state, path)
         for record in _repair(state, path):
             session._write(record)
         _issue(state)
@@ -321,6 +331,8 @@ def _load_or_create(
     if state is not None:
         if state.good_length < os.fstat(fd).st_size:  # a torn tail: cut it so the next line starts clean
             os.ftruncate(fd, state.good_length)
+        elif os.pread(fd, 1, state.good_length - 1) != b"\n":  # a whole last line without its newline
+            os.write(fd, b"\n")
         return state
     # Empty, or only a header torn while it was first written: nothing was committed.
     if not _HEADER_START.startswith(head):
@@ -361,39 +373,59 @@ def _parse(lines: Iterable[bytes], path: Path) -> SessionState | None:
     usage: dict[str, Any] = {}
     offset = 0
     for number, raw in enumerate(lines, start=1):
-        if not raw.endswith(b"\n"):  # only the last line can lack its newline: a torn write
-            if state is not None:
-                state.warnings.append(
-                    f"{path.name}: skipped a torn last line ({len(raw)} bytes, a write cut short by a "
-                    "crash); every line before it was kept."
-                )
-            break
-        offset += len(raw)
+        # Only the last line can lack its newline: a write cut short by a crash, or a file whose
+        # final newline an editor stripped. A whole record is kept; a torn one is skipped.
+        last = not raw.endswith(b"\n")
+        line = raw + b"\n" if last else raw
         if state is None:
-            state = _header(raw, path)
-            continue
-        try:
-            if raw.startswith(_MESSAGE_PREFIX) and raw.endswith(b"}\n"):
-                try:  # the common case, parsed and validated in one go
-                    state.messages.append(MESSAGE_ADAPTER.validate_json(raw[len(_MESSAGE_PREFIX) : -2]))
-                except ValidationError:  # e.g. a newer writer's extra key after the message
-                    _apply(state, _record(raw))
+            if last and not _is_json(line):
+                break
+            state = _header(line, path)
+        else:
+            try:
+                _replay(state, line, usage)
+            except _UNREADABLE as exc:
+                if last:
+                    state.warnings.append(
+                        f"{path.name}: skipped a torn last line ({len(raw)} bytes, a write cut short "
+                        "by a crash); every line before it was kept."
+                    )
+                    break
+                state.warnings.append(f"{path.name}: skipped line {number} ({_brief(exc)}).")
             else:
-                record = _record(raw)
-                if record.get("type") == "usage":  # summed at the end: Usage.__add__ is not free
-                    for key, value in record["usage"].items():
-                        if key in _USAGE_FIELDS and isinstance(value, (int, float)):
-                            usage[key] = usage.get(key, 0) + value
-                else:
-                    _apply(state, record)
-        except (ValueError, ValidationError, KeyError, TypeError, AttributeError) as exc:
-            state.warnings.append(f"{path.name}: skipped unreadable line {number} ({_brief(exc)}).")
-            continue
-        state.records += 1
+                state.records += 1
+        offset += len(raw)
     if state is not None:
         state.good_length = offset
         state.usage = Usage.model_validate(usage)
     return state
+
+
+_UNREADABLE = (ValueError, ValidationError, KeyError, TypeError, AttributeError, IndexError)
+
+
+def _replay(state: SessionState, raw: bytes, usage: dict[str, Any]) -> None:
+    if raw.startswith(_MESSAGE_PREFIX) and raw.endswith(b"}\n"):
+        try:  # the common case, parsed and validated in one go
+            state.messages.append(MESSAGE_ADAPTER.validate_json(raw[len(_MESSAGE_PREFIX) : -2]))
+        except ValidationError:  # e.g. a newer writer's extra key after the message
+            _apply(state, _record(raw))
+        return
+    record = _record(raw)
+    if record.get("type") == "usage":  # summed at the end: Usage.__add__ is not free
+        for key, value in record["usage"].items():
+            if key in _USAGE_FIELDS and isinstance(value, (int, float)):
+                usage[key] = usage.get(key, 0) + value
+    else:
+        _apply(state, record)
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return False
+    return True
 
 
 def _record(raw: bytes) -> dict[str, Any]:
@@ -438,22 +470,76 @@ def _apply(state: SessionState, record: dict[str, Any]) -> None:
         state.settings.update({k: record[k] for k in SETTINGS_KEYS if k in record})
     elif kind == "compaction":
         summary = MESSAGE_ADAPTER.validate_python(record["summary"])
-        dropped = int(record["dropped"])
+        dropped, kept = int(record["dropped"]), int(record.get("kept", -1))
+        if 0 <= kept <= len(state.messages) and dropped + kept != len(state.messages):
+            dropped = len(state.messages) - kept  # a line before it was lost: keep the last ``kept``
         state.messages[:dropped] = [summary]
         state.compactions += 1
     elif kind == "repair":
-        message = MESSAGE_ADAPTER.validate_python(record["message"])
-        index = int(record["index"])
-        if record.get("replace"):
-            state.messages[index] = message
-        else:
-            state.messages.insert(index, message)
+        _apply_repair(state, record, MESSAGE_ADAPTER.validate_python(record["message"]))
         state.repairs += 1
     elif kind == "reset":
         state.messages.clear()
         state.resets += 1
     else:  # a record type from a newer writer of this format version: keep it, ignore it
         state.unknown.append(record)
+
+
+def _apply_repair(state: SessionState, record: dict[str, Any], message: Message) -> None:
+    """Put a recorded repair after the message holding its tool calls, found by their ids: an
+    index counts messages, and is off by one for every line lost before it."""
+    messages = state.messages
+    ids = {str(i) for i in record.get("call_ids") or ()}
+    if ids:
+        at = next((i for i in reversed(range(len(messages))) if ids & _call_ids(messages[i])), None)
+        if at is None:
+            raise ValueError("it answers tool calls whose line is missing")
+        index = at + 1
+    else:  # a record without call ids: trust its index, within bounds
+        index = int(record["index"])
+        if not 0 <= index <= len(messages):
+            raise IndexError(f"it repairs message {index} of {len(messages)}")
+    # A replacement carries the id of the message it replaced; anything else is inserted.
+    if record.get("replace") and index < len(messages) and messages[index].id == message.id:
+        messages[index] = message
+    else:
+        messages.insert(index, message)
+
+
+def _call_ids(message: Message) -> set[str]:
+    return {c.id for c in message.tool_calls}
+
+
+def _drop_orphans(state: SessionState, path: Path) -> None:
+    """Drop tool results that answer no call of the message before them (that call's line was
+    lost, or the file was edited): providers reject a transcript holding one."""
+    kept: list[Message] = []
+    dropped: list[ToolResultBlock] = []
+    for message in state.messages:
+        if message.tool_results:
+            calls = _call_ids(kept[-1]) if kept and message.role == "user" else set()
+            seen: set[str] = set()
+            content = []
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    if block.tool_call_id not in calls or block.tool_call_id in seen:
+                        dropped.append(block)
+                        continue
+                    seen.add(block.tool_call_id)
+                content.append(block)
+            if len(content) < len(message.content):
+                if not content:
+                    continue
+                message = message.model_copy(update={"content": tuple(content)})
+        kept.append(message)
+    if dropped:
+        state.messages[:] = kept
+        names = ", ".join(sorted({r.name or "?" for r in dropped}))
+        count = f"{len(dropped)} tool result" + ("s" if len(dropped) > 1 else "")
+        state.warnings.append(
+            f"{path.name}: dropped {count} ({names}) answering no tool call on file (the call's "
+            "line was lost); the model no longer sees them."
+        )
 
 
 def _repair(state: SessionState, path: Path) -> list[str]:
@@ -494,7 +580,7 @@ def _repair(state: SessionState, path: Path) -> list[str]:
             names = ", ".join(sorted({c.name for c in missing}))
             state.warnings.append(
                 f"{path.name}: {len(missing)} tool call(s) ({names}) had no result — the session "
-                "ended mid-tool; they were answered as interrupted."
+                "ended mid-tool, or the result's line was lost; they were answered as interrupted."
             )
         i += 1
     return records

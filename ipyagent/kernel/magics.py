@@ -19,7 +19,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from .front_end import no_front_end
 from .interpolate import interpolate
-from .notebook_path import session_file
+from .notebook_path import former_sessions, session_file
 from .runner import run_blocking
 from .state import KernelState, kernel_hooks
 from .tools import GROUPS, kernel_tools
@@ -66,7 +66,8 @@ def protected_files(
 HELP = """\
 %%agent [options]          the cell body is the prompt; {var} inserts a variable, {{ }} literal braces
   -m/--model ID            model for this run, "<endpoint>/<model>" (or a Provider variable's name)
-  -s/--session NAME        use the conversation NAME (analysis.NAME.agent.jsonl beside the notebook)
+  -s/--session NAME        use the conversation NAME (analysis.NAME.agent.jsonl beside the notebook,
+                           or a file of that folder by its name: -s old.agent.jsonl)
   --new                    start a fresh conversation
   -y/--yes                 run tools that change things without asking
   --read-only              refuse every tool that changes something
@@ -250,6 +251,8 @@ class AgentMagics(Magics):
                     "ipyagent: this kernel does not know its notebook; "
                     f"conversations are saved in {path.parent}",
                 )
+            if not replaying and not path.exists():
+                self._mention_former(name, path)
             agent = Agent(
                 # The model is settled by _configure (-m, %agent model, config, or the default).
                 model=self._resolve_model(None, default=False),
@@ -372,12 +375,38 @@ class AgentMagics(Magics):
             self._agent(None, new=True)
             print("Started a new conversation.")
             return
-        session_file(notebook, rest[0])  # validates the name
+        path = session_file(notebook, rest[0], session_dir=self.session_dir)  # validates the name
         self.state.session = rest[0]
-        print(f"Using session {rest[0]!r}.")
+        print(f"Using session {rest[0]!r} ({path}).")
+
+    def _mention_former(self, name: str | None, path: Path) -> None:
+        """Say so when a new conversation starts while one saved under the notebook's former
+        name is beside it: the notebook was probably renamed."""
+        notebook = self.state.notebook
+        if name is not None or notebook is None:
+            return
+        for file, former in former_sessions(notebook, path.parent):
+            self.state.say_once(
+                f"former:{file}",
+                f"ipyagent: {file.name} holds a conversation of {former}, which no longer exists "
+                f"(was this notebook renamed?). {notebook.name} has no conversation of its own yet. "
+                f"To continue that one here: %agent session {file.name}",
+            )
 
     def _current(self) -> Agent | None:
-        return self.state.agents.get(self.state.session)
+        """The current conversation: the one in use, else the one saved beside the notebook (a
+        restarted kernel opens it at the first command that needs it)."""
+        from .replay import replay_mode
+
+        name = self.state.session
+        agent = self.state.agents.get(name)
+        if agent is not None or replay_mode().active:  # a replay starts from an empty conversation
+            return agent
+        path = session_file(self.state.notebook, name, session_dir=self.session_dir)
+        if path.exists():
+            return self._agent(name, new=False)
+        self._mention_former(name, path)
+        return None
 
     def _cmd_usage(self, rest: list[str]) -> None:
         agent = self._current()

@@ -211,6 +211,19 @@ async def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> Non
     assert isinstance(exc, ProviderError) and exc.code == "replay_exhausted"
 
 
+async def test_a_whole_last_line_without_its_newline_is_replayed(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    model = ReplayModel(ScriptedModel(["one", "two"]), cassette=cassette, mode="record")
+    await drain(model, request("first"))
+    await drain(model, request("second"))
+    cassette.write_bytes(cassette.read_bytes().rstrip(b"\n"))  # an editor that strips it
+
+    replay = ReplayModel(cassette=cassette)  # no warning: nothing is missing
+    await drain(replay, request("first"))
+    events, exc = await drain(replay, request("second"))
+    assert exc is None and "".join(getattr(e, "text", "") for e in events) == "two"
+
+
 async def test_a_damaged_line_names_its_line_number(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
     model = ReplayModel(ScriptedModel(["one", "two"]), cassette=cassette, mode="record")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from ipyagent.agentlib.errors import UserError
 from ipyagent.kernel.interpolate import interpolate
-from ipyagent.kernel.notebook_path import find_notebook, session_file
+from ipyagent.kernel.notebook_path import find_notebook, former_sessions, session_file
 
 
 class Unprintable:
@@ -224,3 +225,25 @@ def test_invalid_session_names_are_a_user_error(tmp_path: Path, name: str) -> No
         session_file(tmp_path / "analysis.ipynb", name)
     assert caught.value.code == "invalid_session_name"
     assert "--session eda" in caught.value.hint
+
+
+def test_a_session_file_of_the_folder_by_its_name(tmp_path: Path) -> None:
+    assert session_file(tmp_path / "new.ipynb", "old.agent.jsonl") == tmp_path / "old.agent.jsonl"
+
+
+def test_former_sessions_are_those_of_notebooks_that_no_longer_exist(tmp_path: Path) -> None:
+    def header(file: str, notebook: str | None) -> None:
+        line = {"type": "session", "format": "ipyagent.session", "version": 1, "notebook": notebook}
+        (tmp_path / file).write_text(json.dumps(line) + "\n")
+
+    (tmp_path / "kept.ipynb").write_text("{}")
+    header("gone.agent.jsonl", str(tmp_path / "gone.ipynb"))
+    header("gone.eda.agent.jsonl", "gone.ipynb")  # a relative name: in the same folder
+    header("kept.agent.jsonl", str(tmp_path / "kept.ipynb"))
+    header("loose.agent.jsonl", None)
+    (tmp_path / "broken.agent.jsonl").write_bytes(b"\x00\x01")
+    found = former_sessions(tmp_path / "new.ipynb", tmp_path)
+    assert sorted((f.name, name) for f, name in found) == [
+        ("gone.agent.jsonl", "gone.ipynb"),
+        ("gone.eda.agent.jsonl", "gone.ipynb"),
+    ]

@@ -233,3 +233,65 @@ def test_a_chat_driven_from_code_waits_while_its_tools_use_the_main_thread(kerne
     assert text_of(outputs).strip() == "completed 'Done.' True"
     _, outputs = kernel.run("print(chat.wait() is r, len(chat.agent.messages))")
     assert text_of(outputs).strip() == "True 4"
+
+
+EMPTY_NOTEBOOK = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+
+
+def test_after_a_restart_history_and_usage_show_the_saved_conversation(jupyter_env: Path) -> None:
+    notebook = jupyter_env / "analysis.ipynb"
+    notebook.write_text(EMPTY_NOTEBOOK)
+    kernel = Kernel(jupyter_env, env={"JPY_SESSION_NAME": str(notebook)})
+    try:
+        kernel.run(SETUP + "m = ScriptedModel(['Noted: your name is Ada.'])")
+        reply, _ = kernel.run("%%agent -m m\nMy name is Ada.")
+        assert reply["status"] == "ok", reply
+        kernel.restart()
+        kernel.run(SETUP)
+        _, outputs = kernel.run("%agent history")
+        shown = text_of(outputs)
+        assert "user: My name is Ada." in shown
+        assert "assistant: Noted: your name is Ada." in shown
+        _, outputs = kernel.run("%agent usage")
+        assert "over 1 request(s)" in text_of(outputs)
+        # Reset, too, acts on the saved conversation: the next run starts afresh.
+        kernel.run("%agent reset")
+        kernel.run("m = ScriptedModel(['Hello.'])")
+        reply, _ = kernel.run("%%agent -m m\nWho am I?")
+        assert reply["status"] == "ok", reply
+        _, outputs = kernel.run("print([x.text for x in m.requests[0].messages])")
+        assert text_of(outputs).strip() == "['Who am I?']"
+    finally:
+        kernel.close()
+
+
+def test_a_renamed_notebook_says_where_its_conversation_is_and_can_continue_it(jupyter_env: Path) -> None:
+    old = jupyter_env / "draft.ipynb"
+    old.write_text(EMPTY_NOTEBOOK)
+    kernel = Kernel(jupyter_env, env={"JPY_SESSION_NAME": str(old)})
+    try:
+        kernel.run(SETUP + "m = ScriptedModel(['Noted: your name is Ada.'])")
+        reply, _ = kernel.run("%%agent -m m\nMy name is Ada.")
+        assert reply["status"] == "ok", reply
+    finally:
+        kernel.close()
+    new = old.rename(jupyter_env / "report.ipynb")
+    kernel = Kernel(jupyter_env, env={"JPY_SESSION_NAME": str(new)})
+    try:
+        kernel.run(SETUP)
+        _, outputs = kernel.run("%agent history")
+        shown = text_of(outputs)
+        assert "draft.agent.jsonl holds a conversation of draft.ipynb, which no longer exists" in shown
+        assert "%agent session draft.agent.jsonl" in shown
+        reply, _ = kernel.run("%agent session draft.agent.jsonl")
+        assert reply["status"] == "ok", reply
+        kernel.run("m = ScriptedModel(['Your name is Ada.'])")
+        reply, _ = kernel.run("%%agent -m m\nWhat is my name?")
+        assert reply["status"] == "ok", reply
+        _, outputs = kernel.run("print([x.text for x in m.requests[0].messages])")
+        assert (
+            text_of(outputs).strip() == "['My name is Ada.', 'Noted: your name is Ada.', 'What is my name?']"
+        )
+        assert not (jupyter_env / "report.agent.jsonl").exists()
+    finally:
+        kernel.close()

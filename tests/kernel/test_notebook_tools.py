@@ -3,6 +3,11 @@ Agent; proposals below the running cell go to a recording stand-in for the shell
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +320,120 @@ def test_reading_is_read_only_and_every_edit_is_mutating(tmp_path: Path) -> None
         "delete_cell": False,
         "move_cell": False,
     }
+
+
+# -- concurrent edits, old notebooks, long notebooks ---------------------------------------------
+
+
+def numbered(path: Path, count: int) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"x = {i}", id=f"c{i}") for i in range(count)]
+    nbformat.write(nb, str(path))
+
+
+def test_concurrent_edits_of_different_cells_are_all_kept(tmp_path: Path) -> None:
+    path = tmp_path / "a.ipynb"
+    numbered(path, 40)
+    tools = {t.name: t.function for t in notebook_tools(RecordingShell(), MainThread(), path)}
+
+    def edit(i: int) -> str:
+        return str(tools["edit_cell"](cell_id=f"c{i}", old_source=f"x = {i}", new_source=f"y = {i}"))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        replies = list(pool.map(edit, range(40)))
+    assert all(r.startswith("Edited cell") for r in replies), replies
+    assert [source for _, _, source in cells(path)] == [f"y = {i}" for i in range(40)]
+
+
+EDITOR = """
+import sys
+from pathlib import Path
+from ipyagent.kernel.runner import MainThread
+from ipyagent.kernel.tools.notebook import notebook_tools
+
+path, first = Path(sys.argv[1]), int(sys.argv[2])
+edit = {t.name: t.function for t in notebook_tools(None, MainThread(), path)}["edit_cell"]
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(first, 40, 2):
+    edit(cell_id=f"c{i}", old_source=f"x = {i}", new_source=f"y = {i}")
+"""
+
+
+def test_two_processes_editing_one_notebook_keep_every_edit(tmp_path: Path) -> None:
+    path = tmp_path / "a.ipynb"
+    numbered(path, 40)
+    editors = [
+        subprocess.Popen(
+            [sys.executable, "-c", EDITOR, str(path), str(first)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for first in (0, 1)
+    ]
+    for editor in editors:  # both loaded, then both go at once
+        assert editor.stdout is not None and editor.stdout.readline().strip() == "ready"
+    for editor in editors:
+        assert editor.stdin is not None
+        editor.stdin.write("go\n")
+        editor.stdin.flush()
+    for editor in editors:
+        editor.communicate(timeout=60)
+        assert editor.returncode == 0
+    assert [source for _, _, source in cells(path)] == [f"y = {i}" for i in range(40)]
+
+
+OLD_NOTEBOOK = {  # nbformat 4.4: cells have no ids
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Old"]},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": ["a = 1"]},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": ["b = 2"]},
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 4,
+}
+
+
+async def test_a_notebook_without_cell_ids_gets_stable_ones_and_can_be_edited(tmp_path: Path) -> None:
+    path = tmp_path / "old.ipynb"
+    path.write_text(json.dumps(OLD_NOTEBOOK))
+    first = (await call(path, "read_cells", {})).content
+    assert "id=?" not in first
+    assert (await call(path, "read_cells", {})).content == first  # the same ids every time
+    ids = re.findall(r"id=(\S+)", first)
+    assert len(set(ids)) == 3
+    edited = await call(path, "edit_cell", {"cell_id": ids[2], "old_source": "b = 2", "new_source": "b = 3"})
+    assert not edited.is_error, edited.content
+    # Saved as nbformat 4.5 with the ids the model was shown, so later edits find them too.
+    assert cells(path) == [
+        (ids[0], "markdown", "# Old"),
+        (ids[1], "code", "a = 1"),
+        (ids[2], "code", "b = 3"),
+    ]
+    moved = await call(path, "move_cell", {"cell_id": ids[0], "to_index": 2})
+    assert not moved.is_error, moved.content
+
+
+async def test_read_cells_pages_through_a_long_notebook(tmp_path: Path) -> None:
+    path = tmp_path / "long.ipynb"
+    nb = nbformat.v4.new_notebook()
+    # About 130k characters: several pages.
+    nb.cells = [nbformat.v4.new_code_cell(f"value_{i} = {i}  # " + "z" * 80, id=f"c{i}") for i in range(1200)]
+    nbformat.write(nb, str(path))
+    seen: list[int] = []
+    arguments: dict[str, Any] = {}
+    for _ in range(100):
+        text = (await call(path, "read_cells", arguments)).content
+        assert "[truncated:" not in text  # each page fits what the model is sent
+        seen += [int(i) for i in re.findall(r"^\[(\d+)\] id=", text, flags=re.MULTILINE)]
+        more = re.search(r"read_cells\(start=(\d+)\)", text)
+        if more is None:
+            break
+        assert "of 1200 cells" in text
+        arguments = {"start": int(more.group(1))}
+    assert seen == list(range(1200))
+    page = (await call(path, "read_cells", {"start": 10, "limit": 3})).content
+    assert re.findall(r"^\[(\d+)\]", page, flags=re.MULTILINE) == ["10", "11", "12"]
+    assert "read_cells(start=13)" in page

@@ -508,6 +508,14 @@ def _error_from(record: dict[str, Any]) -> BaseException:
 # -- reading -------------------------------------------------------------------------------------
 
 
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
 def _load(path: Path) -> list[Recording]:
     try:
         raw = path.read_bytes()
@@ -519,8 +527,12 @@ def _load(path: Path) -> list[Recording]:
             code="cassette_missing",
         ) from None
     lines = raw.split(b"\n")
-    torn = lines.pop() if lines else b""  # after the last newline: empty, or a write cut short
-    if torn.strip():
+    # After the last newline: nothing, a write cut short, or a whole line whose newline an
+    # editor stripped (kept).
+    torn = lines.pop() if lines else b""
+    if torn.strip() and _is_json(torn):
+        lines.append(torn)
+    elif torn.strip():
         warnings.warn(
             f"{path.name}: skipped a torn last line ({len(torn)} bytes, a write cut short); "
             "the request it held will be reported as past the end of the cassette.",

@@ -10,7 +10,12 @@ How edits reach the user:
 - Every other edit is applied to the saved ``.ipynb`` with nbformat, atomically, and guarded
   against stale edits: it names the source it expects to replace, and is refused if the cell
   changed. A front end with the file open notices the change on disk and asks before
-  overwriting it when the user saves, so unsaved work is never silently replaced.
+  overwriting it when the user saves, so unsaved work is never silently replaced. Each edit
+  holds the file (:func:`~.file_lock.locked`) from its read to its write, so concurrent edits
+  from other threads, agents or kernels are applied one after another and none is lost.
+- A notebook saved before cell ids existed (nbformat 4.4) gets ids derived from each cell's
+  content, the same at every read, and the first edit saves them (as nbformat 4.5).
+- ``read_cells`` returns a page that fits a tool result, and says how to read on.
 
 A notebook run headless (``headless``: ``python -m ipyagent run``, pytest's nbval) is executed
 from a copy in memory, and its file is that run's input: a test run must not change the notebook
@@ -21,16 +26,21 @@ run (a recorded conversation would otherwise differ from its replay).
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 from ...agentlib.tools import Tool, tool
 from ..runner import MainThread
+from .file_lock import locked
 from .files import WorkspaceError, atomic_write, resolve_inside
 
 __all__ = ["notebook_tools"]
 
 OUTPUT_CAP = 1_500
+#: Characters of cells in one read_cells page: below the tool-result limit (30k by default),
+#: so a page is never cut where the model cannot see how to go on.
+PAGE_CHARS = 20_000
 
 
 def _load(path: Path) -> Any:
@@ -38,7 +48,30 @@ def _load(path: Path) -> Any:
 
     if not path.exists():
         raise WorkspaceError(f"No notebook at {path}.")
-    return nbformat.read(str(path), as_version=4)
+    nb = nbformat.read(str(path), as_version=4)
+    _give_ids(nb)
+    return nb
+
+
+def _give_ids(nb: Any) -> None:
+    """Give cells without an id (nbformat 4.4 and older) one derived from their content.
+
+    nbformat's own upgrade picks random ids: they would differ between ``read_cells`` and the
+    edit that follows it. These are the same at every read until the first edit saves them.
+    """
+    if nb.nbformat == 4 and nb.nbformat_minor < 5:
+        nb.nbformat_minor = 5  # 4.5 added the ids and nothing else
+    used = {cell.get("id") for cell in nb.cells}
+    for cell in nb.cells:
+        if cell.get("id"):
+            continue
+        digest = hashlib.sha1(f"{cell.cell_type}\0{cell.source}".encode()).hexdigest()[:8]
+        candidate, n = f"cell-{digest}", 1
+        while candidate in used:  # cells with the same content: numbered in order
+            n += 1
+            candidate = f"cell-{digest}-{n}"
+        cell.id = candidate
+        used.add(candidate)
 
 
 def _save(path: Path, nb: Any) -> None:
@@ -69,6 +102,15 @@ def _outputs_text(cell: Any) -> str:
             parts.append(data.get("text/plain", f"({', '.join(sorted(data))})"))
     text = "".join(p if p.endswith("\n") else p + "\n" for p in parts).rstrip()
     return text if len(text) <= OUTPUT_CAP else text[:OUTPUT_CAP] + "\n… (output truncated)"
+
+
+def _cell_text(index: int, cell: Any, with_outputs: bool) -> str:
+    head = f"[{index}] id={cell.id} {cell.cell_type}"
+    if cell.cell_type == "code" and cell.get("execution_count"):
+        head += f" (ran as In [{cell.execution_count}])"
+    part = f"{head}\n{cell.source}"
+    outputs = _outputs_text(cell) if with_outputs and cell.cell_type == "code" else ""
+    return f"{part}\n--- output ---\n{outputs}" if outputs else part
 
 
 _HEADLESS = (
@@ -104,29 +146,40 @@ def notebook_tools(
             )
         return notebook
 
-    def read_cells(path: str | None = None) -> str:
-        """Read a notebook's cells: index, id, type, source and (trimmed) saved outputs.
+    def read_cells(path: str | None = None, start: int = 0, limit: int | None = None) -> str:
+        """Read a notebook's cells: index, id, type, source and (trimmed) saved outputs. A long
+        notebook comes in pages; the end of a page says where the next one starts.
 
         Args:
             path: Notebook path; default: the notebook this kernel belongs to (as last saved).
+            start: Index of the first cell to show (0 = first).
+            limit: At most this many cells (default: as many as fit in one page).
         """
         file = target(path)
         nb = _load(file)
+        total = len(nb.cells)
+        if total and not 0 <= start < total:
+            raise WorkspaceError(f"start must be from 0 to {total - 1}: the notebook has {total} cells.")
         with_outputs = not runs_from_memory(file)
         parts = (
             []
             if with_outputs
             else [f"({_HEADLESS} Saved outputs are left out: they are from an earlier run.)"]
         )
-        for index, cell in enumerate(nb.cells):
-            head = f"[{index}] id={cell.get('id', '?')} {cell.cell_type}"
-            if cell.cell_type == "code" and cell.get("execution_count"):
-                head += f" (ran as In [{cell.execution_count}])"
-            part = f"{head}\n{cell.source}"
-            outputs = _outputs_text(cell) if with_outputs and cell.cell_type == "code" else ""
-            if outputs:
-                part += f"\n--- output ---\n{outputs}"
+        end = total if limit is None else min(total, start + max(1, limit))
+        index, size = start, 0
+        while index < end:
+            part = _cell_text(index, nb.cells[index], with_outputs)
+            if index > start and size + len(part) > PAGE_CHARS:
+                break
             parts.append(part)
+            size += len(part) + 2
+            index += 1
+        if index < total:
+            again = f"path={path!r}, start={index}" if path else f"start={index}"
+            parts.append(
+                f"(cells {start} to {index - 1} of {total} cells shown; read on with read_cells({again}))"
+            )
         return "\n\n".join(parts) or "(the notebook has no cells)"
 
     async def insert_cell(
@@ -157,12 +210,13 @@ def notebook_tools(
         import nbformat
 
         file = target(path)
-        nb = _load(file)
-        position = len(nb.cells) if index is None else max(0, min(index, len(nb.cells)))
-        make = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
-        cell = make(source)
-        nb.cells.insert(position, cell)
-        _save(file, nb)
+        with locked(file):
+            nb = _load(file)
+            position = len(nb.cells) if index is None else max(0, min(index, len(nb.cells)))
+            make = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
+            cell = make(source)
+            nb.cells.insert(position, cell)
+            _save(file, nb)
         return f"Inserted a {cell_type} cell with id {cell.id} at index {position} of {file.name}."
 
     def edit_cell(cell_id: str, old_source: str, new_source: str, path: str | None = None) -> str:
@@ -175,17 +229,18 @@ def notebook_tools(
             path: Notebook path (default: this one).
         """
         file = writable(path)
-        nb = _load(file)
-        cell = nb.cells[_find(nb, cell_id)]
-        if cell.source != old_source:
-            raise WorkspaceError(
-                f"Cell {cell_id} changed since you read it; nothing was edited. "
-                f"Its source now:\n{cell.source}"
-            )
-        cell.source = new_source
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-        _save(file, nb)
+        with locked(file):
+            nb = _load(file)
+            cell = nb.cells[_find(nb, cell_id)]
+            if cell.source != old_source:
+                raise WorkspaceError(
+                    f"Cell {cell_id} changed since you read it; nothing was edited. "
+                    f"Its source now:\n{cell.source}"
+                )
+            cell.source = new_source
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+            _save(file, nb)
         return f"Edited cell {cell_id} in {file.name}."
 
     def delete_cell(cell_id: str, old_source: str, path: str | None = None) -> str:
@@ -197,12 +252,13 @@ def notebook_tools(
             path: Notebook path (default: this one).
         """
         file = writable(path)
-        nb = _load(file)
-        index = _find(nb, cell_id)
-        if nb.cells[index].source != old_source:
-            raise WorkspaceError(f"Cell {cell_id} changed since you read it; nothing was deleted.")
-        del nb.cells[index]
-        _save(file, nb)
+        with locked(file):
+            nb = _load(file)
+            index = _find(nb, cell_id)
+            if nb.cells[index].source != old_source:
+                raise WorkspaceError(f"Cell {cell_id} changed since you read it; nothing was deleted.")
+            del nb.cells[index]
+            _save(file, nb)
         return f"Deleted cell {cell_id} (it was at index {index}) from {file.name}."
 
     def move_cell(cell_id: str, to_index: int, path: str | None = None) -> str:
@@ -214,11 +270,12 @@ def notebook_tools(
             path: Notebook path (default: this one).
         """
         file = writable(path)
-        nb = _load(file)
-        cell = nb.cells.pop(_find(nb, cell_id))
-        position = max(0, min(to_index, len(nb.cells)))
-        nb.cells.insert(position, cell)
-        _save(file, nb)
+        with locked(file):
+            nb = _load(file)
+            cell = nb.cells.pop(_find(nb, cell_id))
+            position = max(0, min(to_index, len(nb.cells)))
+            nb.cells.insert(position, cell)
+            _save(file, nb)
         return f"Moved cell {cell_id} to index {position} of {file.name}."
 
     return [

@@ -262,3 +262,28 @@ async def test_usage_of_every_request_is_on_file(tmp_path: Path) -> None:
     on_file = [r for r in records(path) if r["type"] == "usage"]
     assert len(on_file) == 2
     assert sum(r["usage"]["input_tokens"] for r in on_file) == agent.usage.input_tokens
+
+
+async def test_a_damaged_session_opens_says_what_it_skipped_and_sends_a_valid_transcript(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.agent.jsonl"
+    first = Agent(model=ScriptedModel([tool_call("add", {"a": 2, "b": 3}), "5"]), tools=[add], session=path)
+    await first.run("2 + 3?")
+    first.close()
+    lines = path.read_bytes().splitlines(keepends=True)
+    call_line = next(i for i, line in enumerate(lines) if b'"tool_call"' in line)
+    lines[call_line] = b"garbage\n"  # the tool call is lost; its result is still on file
+    path.write_bytes(b"".join(lines))
+
+    model = ScriptedModel(["ok"])
+    with pytest.warns(SessionWarning) as caught:
+        resumed = Agent(model=model, tools=[add], session=path)
+    assert len(caught) == 2  # the line skipped, and the result it leaves without a call
+    events: list[AgentEvent] = []
+    resumed.on("warning", events.append)
+    assert (await resumed.run("and now?")).text == "ok"
+    shown = " ".join(e.message for e in events if e.type == "warning")
+    assert f"line {call_line + 1}" in shown and "result" in shown
+    assert_valid_transcript(list(model.requests[0].messages))
+    resumed.close()

@@ -287,3 +287,111 @@ def test_compaction_and_reset_records_replay_to_the_current_conversation(tmp_pat
     state = read_session(path)
     assert [m.text for m in state.messages] == ["fresh"]
     assert state.resets == 1
+
+
+def damage(path: Path, line: int) -> None:
+    """Overwrite line ``line`` (1 = the header) with bytes that are not JSON, as a bad disk or
+    a careless hand edit leaves them."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[line - 1] = b"\x00" * 8 + b"\n"
+    path.write_bytes(b"".join(lines))
+
+
+def test_a_lost_tool_call_line_leaves_no_orphan_results(tmp_path: Path) -> None:
+    path = tmp_path / "a.agent.jsonl"
+    with Session.open(path) as session:
+        session.append_message(Message.user("go"))
+        session.append_message(calls("c1"))
+        session.append_message(results("c1"))
+        session.append_message(Message(role="assistant", content=(TextBlock(text="done"),)))
+    damage(path, 3)  # the tool call's line
+    with pytest.warns(SessionWarning) as caught:
+        state = read_session(path)
+    said = " ".join(str(w.message) for w in caught)
+    assert "line 3" in said and "1 tool result (run_code)" in said
+    assert_valid_transcript(state.messages)
+    assert [m.text for m in state.messages] == ["go", "done"]
+    # A writer opens it the same way, and the next load agrees.
+    with pytest.warns(SessionWarning):
+        session = Session.open(path)
+    with session:
+        assert session.state.messages == state.messages
+        session.append_message(Message.user("more"))
+    with pytest.warns(SessionWarning):
+        assert [m.text for m in read_session(path).messages] == ["go", "done", "more"]
+
+
+def test_a_lost_result_line_is_answered_as_interrupted(tmp_path: Path) -> None:
+    path = tmp_path / "a.agent.jsonl"
+    with Session.open(path) as session:
+        session.append_message(Message.user("go"))
+        session.append_message(calls("c1"))
+        session.append_message(results("c1"))
+        session.append_message(Message(role="assistant", content=(TextBlock(text="done"),)))
+    damage(path, 4)
+    with pytest.warns(SessionWarning, match="line 4"):
+        state = read_session(path)
+    assert_valid_transcript(state.messages)
+    assert [r.content for r in state.messages[2].tool_results] == [INTERRUPTED_RESULT]
+
+
+def test_a_repair_record_after_a_skipped_line_still_opens(tmp_path: Path) -> None:
+    path = tmp_path / "a.agent.jsonl"
+    with Session.open(path) as session:
+        session.append_message(Message.user("go"))
+        session.append_message(calls("c1", "c2"))
+        session.append_message(results("c2"))  # c1 is then repaired in this message (replace)
+    with pytest.warns(SessionWarning, match="1 tool call"), Session.open(path) as session:
+        session.append_message(Message(role="assistant", content=(TextBlock(text="done"),)))
+    assert [r["type"] for r in records(path)][-2] == "repair"
+    damage(path, 2)  # "go": every index the repair record names is now one too far
+    with pytest.warns(SessionWarning, match="line 2"):
+        state = read_session(path)
+    assert_valid_transcript(state.messages)
+    assert [m.role for m in state.messages] == ["assistant", "user", "assistant"]
+    assert {r.tool_call_id for r in state.messages[1].tool_results} == {"c1", "c2"}
+    with pytest.warns(SessionWarning, match="line 2"), Session.open(path) as session:
+        assert session.state.messages == state.messages
+    assert path.read_bytes().count(b'"type":"repair"') == 1  # nothing new to repair
+
+
+def test_a_complete_last_line_without_its_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "a.agent.jsonl"
+    with Session.open(path) as session:
+        session.append_message(Message.user("m0"))
+        session.append_message(Message.user("m1"))
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))  # e.g. an editor that strips the last newline
+    state = read_session(path)  # no warning: nothing is lost (warnings are errors here)
+    assert [m.text for m in state.messages] == ["m0", "m1"]
+    with Session.open(path) as session:
+        assert [m.text for m in session.state.messages] == ["m0", "m1"]
+        session.append_message(Message.user("m2"))
+    assert [m.text for m in read_session(path).messages] == ["m0", "m1", "m2"]
+    assert all(line.startswith("{") for line in path.read_text().splitlines())
+
+
+def test_a_complete_header_without_its_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "a.agent.jsonl"
+    with Session.open(path) as session:
+        session_id = session.id
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    with Session.open(path) as session:
+        assert session.id == session_id
+        session.append_message(Message.user("hi"))
+    assert read_session(path).id == session_id
+    assert [m.text for m in read_session(path).messages] == ["hi"]
+
+
+def test_a_compaction_after_a_skipped_line_keeps_the_messages_it_kept(tmp_path: Path) -> None:
+    path = tmp_path / "a.agent.jsonl"
+    summary = Message.user("[Summary of the earlier conversation] stuff")
+    with Session.open(path) as session:
+        for i in range(5):
+            session.append_message(Message.user(f"m{i}"))
+        session.append_compaction(
+            dropped=3, kept=2, summary=summary, summary_hash="abc", reason="manual", fallback=False
+        )
+    damage(path, 3)  # m1, one of the messages the summary replaced
+    with pytest.warns(SessionWarning, match="line 3"):
+        state = read_session(path)
+    assert [m.text for m in state.messages] == [summary.text, "m3", "m4"]
