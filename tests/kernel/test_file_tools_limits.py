@@ -405,3 +405,19 @@ def test_in_a_kernel_a_search_stops_in_time_and_the_session_file_is_off_limits(k
     assert "The search stopped at its time limit of 2 s with no match found" in search
     assert "'ipyagent.agent.jsonl' is off limits to the file tools: it is the file a conversation" in write
     assert kept == "True"
+
+
+def test_concurrent_edits_of_one_file_are_all_kept(workspace: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    target = workspace / "lines.txt"
+    target.write_text("".join(f"line {i}\n" for i in range(30)))
+    edit = {t.name: t.function for t in file_tools(workspace)}["edit_file"]
+
+    def change(i: int) -> Any:
+        return edit(path="lines.txt", old=f"line {i}\n", new=f"LINE {i}\n")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        replies = list(pool.map(change, range(30)))
+    assert all("Replaced 1" in str(r) for r in replies), replies
+    assert target.read_text() == "".join(f"LINE {i}\n" for i in range(30))

@@ -4,6 +4,7 @@ Agent; proposals below the running cell go to a recording stand-in for the shell
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 from ipyagent import Agent
 from ipyagent.agentlib.messages import ToolResultBlock
 from ipyagent.kernel.runner import MainThread
+from ipyagent.kernel.tools.files import WorkspaceError
 from ipyagent.kernel.tools.notebook import notebook_tools
 from ipyagent.testing import ScriptedModel, tool_call
 
@@ -349,6 +351,7 @@ EDITOR = """
 import sys
 from pathlib import Path
 from ipyagent.kernel.runner import MainThread
+from ipyagent.kernel.tools.files import WorkspaceError
 from ipyagent.kernel.tools.notebook import notebook_tools
 
 path, first = Path(sys.argv[1]), int(sys.argv[2])
@@ -437,3 +440,17 @@ async def test_read_cells_pages_through_a_long_notebook(tmp_path: Path) -> None:
     page = (await call(path, "read_cells", {"start": 10, "limit": 3})).content
     assert re.findall(r"^\[(\d+)\]", page, flags=re.MULTILINE) == ["10", "11", "12"]
     assert "read_cells(start=13)" in page
+
+
+def test_a_named_pipe_in_place_of_a_notebook_is_refused_without_blocking(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe.ipynb"
+    os.mkfifo(pipe)
+    tools = {t.name: t.function for t in notebook_tools(RecordingShell(), MainThread(), tmp_path / "a.ipynb")}
+    with ThreadPoolExecutor(max_workers=1) as pool:  # a blocked open would never return
+        reading = pool.submit(tools["read_cells"], path="pipe.ipynb")
+        editing = pool.submit(
+            tools["edit_cell"], path="pipe.ipynb", cell_id="c", old_source="", new_source="x"
+        )
+        for pending in (reading, editing):
+            with pytest.raises(WorkspaceError, match="not a regular file"):
+                pending.result(timeout=30)

@@ -58,7 +58,8 @@ def _lock_file(path: Path) -> int | None:
         return None
     while True:
         try:
-            fd = os.open(path, os.O_RDONLY)
+            # Never blocks: a named pipe where the file should be is the caller's read to refuse.
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
         except OSError:  # missing or unreadable: the caller's read reports it
             return None
         try:

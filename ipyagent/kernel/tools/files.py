@@ -29,6 +29,7 @@ from pathlib import Path
 from ...agentlib.tools import RunContext, Tool, tool
 from . import _safe_io as io
 from ._safe_io import WorkspaceError
+from .file_lock import locked
 
 __all__ = ["WorkspaceError", "atomic_write", "file_tools", "resolve_inside"]
 
@@ -216,15 +217,16 @@ def file_tools(
         """
         target = resolve_inside(root, path)
         parts = check_writable(target, path)
-        text = _read_whole(real_root(), parts)
-        count = text.count(old) if old else 0
-        if count != expected_count:
-            raise WorkspaceError(
-                f"found {count} occurrence(s) of the old text in {rel(target)}, expected {expected_count}; "
-                "nothing was changed. Read the file again and quote the text exactly."
-            )
-        data = text.replace(old, new).encode("utf-8", errors="surrogateescape")
-        io.write_regular(real_root(), parts, data, refuse=refused_inodes())
+        with locked(target):  # a concurrent edit of the same file is applied after this one
+            text = _read_whole(real_root(), parts)
+            count = text.count(old) if old else 0
+            if count != expected_count:
+                raise WorkspaceError(
+                    f"found {count} occurrence(s) of the old text in {rel(target)}, expected "
+                    f"{expected_count}; nothing was changed. Read the file again and quote the text exactly."
+                )
+            data = text.replace(old, new).encode("utf-8", errors="surrogateescape")
+            io.write_regular(real_root(), parts, data, refuse=refused_inodes())
         return f"Replaced {count} occurrence(s) in {rel(target)}."
 
     return [

@@ -27,6 +27,8 @@ run (a recorded conversation would otherwise differ from its replay).
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +50,22 @@ def _load(path: Path) -> Any:
 
     if not path.exists():
         raise WorkspaceError(f"No notebook at {path}.")
-    nb = nbformat.read(str(path), as_version=4)
+    nb = nbformat.reads(_read_regular(path), as_version=4)
     _give_ids(nb)
     return nb
+
+
+def _read_regular(path: Path) -> str:
+    """The file's text, if it is a regular file: opening a named pipe would block the tool."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise WorkspaceError(f"{path.name} is not a regular file; only notebook files are read.")
+        os.set_blocking(fd, True)
+        with open(fd, "rb", closefd=False) as file:
+            return file.read().decode("utf-8")
+    finally:
+        os.close(fd)
 
 
 def _give_ids(nb: Any) -> None:
