@@ -48,6 +48,7 @@ from .parts import PartsAssembler
 from .providers.base import ModelRequest, Provider, open_stream
 from .redact import known_secrets, redact, redact_strings
 from .result import RunResult
+from .retry import wait_before_retry
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens
 
@@ -189,7 +190,7 @@ class AgentRun:
                         hint=exc.info.hint,
                     )
                 )
-                await asyncio.sleep(delay)
+                await wait_before_retry(self.provider, delay)
                 continue
             self._assembler = None
             reply = assembler.message(model=self.provider.model_id)

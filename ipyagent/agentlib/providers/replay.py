@@ -42,6 +42,7 @@ from .. import errors as _errors
 from ..errors import AgentError, ErrorInfo, ProviderError, UserError
 from ..messages import Message
 from ..redact import known_secrets, map_strings, redact, redact_strings
+from ..retry import wait_before_retry
 from .base import PROVIDER_EVENT_ADAPTER, ModelRequest, Provider, ProviderEvent, open_stream
 
 __all__ = ["Cassette", "CassetteWarning", "Recording", "ReplayMode", "ReplayModel", "normalize_request"]
@@ -296,6 +297,14 @@ class ReplayModel:
             raise _error_from(record.error)
         if record.cancelled:
             raise asyncio.CancelledError
+
+    async def wait_before_retry(self, seconds: float) -> None:
+        """Recording waits as long as the recorded provider asked (its server is real); a replay
+        does not wait at all: the answers are on file and the recorded run already waited."""
+        if self.mode == "record":
+            await wait_before_retry(self.wrapped, seconds)
+        else:
+            await asyncio.sleep(0)
 
     def __repr__(self) -> str:
         return (
