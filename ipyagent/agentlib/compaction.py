@@ -26,6 +26,7 @@ from .errors import AgentError, ErrorInfo
 from .events import CompactionCompleted, CompactionStarted, Warning
 from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .providers.base import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport, open_stream
+from .redact import redact_text
 from .retry import RetryPolicy, wait_before_retry
 from .usage import CHARS_PER_TOKEN, Usage
 
@@ -226,10 +227,9 @@ async def _ask(
                 continue
             return "", usage, exc.info
         except Exception as exc:  # a provider bug must not lose the conversation: fall back
-            log.warning("ipyagent: the summary request raised %s: %s", type(exc).__name__, exc)
-            info = ErrorInfo(
-                code="unexpected_error", layer="provider", message=f"{type(exc).__name__}: {exc}"
-            )
+            said = redact_text(f"{type(exc).__name__}: {exc}")
+            log.warning("ipyagent: the summary request raised %s", said)
+            info = ErrorInfo(code="unexpected_error", layer="provider", message=said)
             return "", usage, info
         return "".join(pieces), usage + (reported or Usage()).model_copy(update={"requests": 1}), None
 

@@ -36,6 +36,7 @@ __all__ = [
     "redact",
     "redact_json_line",
     "redact_strings",
+    "redact_text",
     "redact_url",
     "split_userinfo",
     "url_secrets",
@@ -125,6 +126,12 @@ def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     except Exception:  # a broken config file is reported where it is used, not here
         pass
     return sorted((s for s in found if len(s) >= MIN_SECRET_LEN), key=len, reverse=True)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with URL credentials masked and every :func:`known_secrets` value redacted: for
+    the message of an exception nothing translated (a custom provider's, a bug's)."""
+    return redact(redact_url(text), known_secrets())
 
 
 def redact(text: str, secrets: Iterable[str], marker: str = REDACTED) -> str:

@@ -46,7 +46,7 @@ from .hooks import BlockToolCall, ToolCallInfo, call_hook, hook_name
 from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .parts import PartsAssembler
 from .providers.base import ModelRequest, Provider, open_stream
-from .redact import known_secrets, redact, redact_strings
+from .redact import known_secrets, redact, redact_strings, redact_text
 from .result import RunResult
 from .retry import wait_before_retry
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
@@ -137,7 +137,7 @@ class AgentRun:
                     code="unexpected_error",
                     layer="run",
                     severity="fatal",
-                    message=f"Unexpected {type(exc).__name__}: {exc}",
+                    message=redact_text(f"Unexpected {type(exc).__name__}: {exc}"),
                     hint="This is a bug in ipyagent or in a custom provider; the conversation is intact, "
                     "so you can try again.",
                 )

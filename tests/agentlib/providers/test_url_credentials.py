@@ -139,3 +139,21 @@ async def test_a_failed_run_shows_the_key_nowhere(
 )
 def test_redact_url(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+async def test_a_custom_providers_own_exception_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not translated by an adapter, so not masked there: the loop masks what it reports.
+    monkeypatch.setenv("MY_SERVICE_TOKEN", KEY)
+
+    class Custom:
+        model_id = "custom/m"
+        context_limit = None
+
+        async def stream(self, request: ModelRequest) -> Any:
+            raise RuntimeError(f"cannot reach http://me:{KEY}@proxy/v1 with token {KEY}")
+            yield
+
+    result = await Agent(model=Custom()).run("hi")
+    assert result.error is not None and result.error.code == "unexpected_error"
+    assert KEY not in result.model_dump_json()
+    assert "http://***@proxy/v1" in result.error.message
