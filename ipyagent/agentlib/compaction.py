@@ -15,7 +15,6 @@ overflow, once per run) or the user's (``await agent.compact()``).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 from collections import Counter
@@ -27,7 +26,8 @@ from .errors import AgentError, ErrorInfo
 from .events import CompactionCompleted, CompactionStarted, Warning
 from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .providers.base import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport, open_stream
-from .retry import RetryPolicy
+from .redact import redact_text
+from .retry import RetryPolicy, wait_before_retry
 from .usage import CHARS_PER_TOKEN, Usage
 
 __all__ = [
@@ -223,14 +223,13 @@ async def _ask(
         except AgentError as exc:
             usage = usage + (reported or Usage()).model_copy(update={"requests": 1})
             if exc.retryable and attempt < policy.attempts:
-                await asyncio.sleep(policy.delay(attempt, exc.retry_after))
+                await wait_before_retry(provider, policy.delay(attempt, exc.retry_after))
                 continue
             return "", usage, exc.info
         except Exception as exc:  # a provider bug must not lose the conversation: fall back
-            log.warning("ipyagent: the summary request raised %s: %s", type(exc).__name__, exc)
-            info = ErrorInfo(
-                code="unexpected_error", layer="provider", message=f"{type(exc).__name__}: {exc}"
-            )
+            said = redact_text(f"{type(exc).__name__}: {exc}")
+            log.warning("ipyagent: the summary request raised %s", said)
+            info = ErrorInfo(code="unexpected_error", layer="provider", message=said)
             return "", usage, info
         return "".join(pieces), usage + (reported or Usage()).model_copy(update={"requests": 1}), None
 

@@ -23,7 +23,9 @@ Endpoints come from three places, later ones winning field by field:
 
 Keys are read from the environment (or an ``api_key`` in the config file) when a provider is
 built, never from code, and are held in a :class:`~ipyagent.agentlib.providers._http.Secret`
-that no repr, error or event shows. A missing key fails here, before any request.
+that no repr, error or event shows. Credentials in a base URL (``https://user:KEY@host/v1``)
+are treated like a key: an endpoint's repr masks them, and the adapter sends them as a header
+(see :mod:`.redact`). A missing key fails here, before any request.
 
 This module imports no HTTP client: the adapters load when a provider is built.
 """
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from .errors import UserError
 from .providers.base import Provider
+from .redact import redact_url
 
 if TYPE_CHECKING:
     import httpx
@@ -89,6 +92,16 @@ class Endpoint:
     think_tags: bool = True
     # A literal key from the config file; never settable from code (see register_endpoint).
     api_key: str | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        # The generated repr, with any credentials in the URL masked (api_key and headers are
+        # left out of it altogether).
+        shown = []
+        for f in dataclasses.fields(self):
+            if f.repr:
+                value = getattr(self, f.name)
+                shown.append(f"{f.name}={redact_url(value) if f.name == 'base_url' else value!r}")
+        return f"Endpoint({', '.join(shown)})"
 
     def resolved_base_url(self) -> str:
         env = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""

@@ -46,7 +46,9 @@ from .hooks import BlockToolCall, ToolCallInfo, call_hook, hook_name
 from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .parts import PartsAssembler
 from .providers.base import ModelRequest, Provider, open_stream
+from .redact import known_secrets, redact, redact_strings, redact_text
 from .result import RunResult
+from .retry import wait_before_retry
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens
 
@@ -135,7 +137,7 @@ class AgentRun:
                     code="unexpected_error",
                     layer="run",
                     severity="fatal",
-                    message=f"Unexpected {type(exc).__name__}: {exc}",
+                    message=redact_text(f"Unexpected {type(exc).__name__}: {exc}"),
                     hint="This is a bug in ipyagent or in a custom provider; the conversation is intact, "
                     "so you can try again.",
                 )
@@ -188,7 +190,7 @@ class AgentRun:
                         hint=exc.info.hint,
                     )
                 )
-                await asyncio.sleep(delay)
+                await wait_before_retry(self.provider, delay)
                 continue
             self._assembler = None
             reply = assembler.message(model=self.provider.model_id)
@@ -339,7 +341,7 @@ class AgentRun:
             name=call.name,
             content=block.content,
             is_error=block.is_error,
-            display=output.display,
+            display=redact_strings(output.display, known_secrets()),
             duration=time.monotonic() - started,
         )
         self._emit(event)
@@ -467,6 +469,9 @@ class AgentRun:
         return answer
 
     def _result_block(self, call: ToolCallBlock, text: str, *, is_error: bool) -> ToolResultBlock:
+        # Every tool result passes here: a key a tool prints is masked before the model, the
+        # view, the session or a cassette sees it.
+        text = redact(text, known_secrets())
         limit = self.agent.max_result_chars
         if len(text) > limit:
             text = f"{text[:limit]}\n… [truncated: {limit:,} of {len(text):,} characters shown]"

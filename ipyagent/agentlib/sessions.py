@@ -34,7 +34,9 @@ gets a :class:`~ipyagent.agentlib.errors.UserError`, or asks for a read-only vie
 without ``fcntl`` (Windows) there is no lock.
 
 This module owns the file format and the store. It never writes provider configuration: the
-header and records are built from a fixed set of fields, so keys and headers cannot leak in.
+header and records are built from a fixed set of fields, so keys and headers cannot leak in; and a
+key that reaches a record anyway (typed in a prompt, printed by a tool) is written as
+``[redacted]``, like in a cassette (:func:`ipyagent.agentlib.redact.known_secrets`).
 Where session files live (``analysis.agent.jsonl`` beside ``analysis.ipynb``) is the kernel
 layer's business.
 """
@@ -55,6 +57,7 @@ from pydantic import ValidationError
 
 from .errors import UserError
 from .messages import MESSAGE_ADAPTER, Message, ToolResultBlock, new_id
+from .redact import redact_json_line
 from .usage import Usage
 
 _flock: Callable[[int, int], Any] | None
@@ -291,7 +294,7 @@ class Session:
                 hint="Open it again (Agent(session=path)) to continue the conversation.",
                 code="session_closed",
             )
-        data = memoryview(line.encode())
+        data = memoryview(redact_json_line(line).encode())
         while data:  # a regular file may take a large line in more than one write
             written = os.write(self._fd, data)
             data = data[written:]

@@ -332,3 +332,35 @@ async def test_recording_can_keep_the_models_own_sampling(tmp_path: Path) -> Non
     model = ReplayModel(greedy, cassette=tmp_path / "c.jsonl", mode="record", deterministic=False)
     await drain(model, request("sampled"))
     assert greedy.requests[0].settings.temperature is None
+
+
+async def test_replay_does_not_wait_out_a_recorded_retry_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Recording waits what the provider asked (the server is real); a replay serves the answers
+    # from the file, so it must not spend the recorded two minutes again.
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def no_real_wait(seconds: float, *args: Any) -> Any:
+        if seconds > 0:
+            waits.append(seconds)
+        return await real_sleep(0, *args)
+
+    monkeypatch.setattr(asyncio, "sleep", no_real_wait)
+    limited = RateLimitError("Slow down.", retry_after=120.0)
+    cassette = tmp_path / "c.jsonl"
+    recorder = ReplayModel(ScriptedModel([[error(limited)], "Answer."]), cassette=cassette, mode="record")
+    recorded = await Agent(model=recorder).run("hi")
+    assert recorded.text == "Answer."
+    assert waits == [120.0]
+
+    waits.clear()
+    retries: list[Any] = []
+    agent = Agent(model=ReplayModel(cassette=cassette))
+    agent.on("request_error", retries.append)
+    replayed = await agent.run("hi")
+    assert replayed.text == "Answer."
+    assert waits == []
+    # The events still say what was recorded: the run retried after the provider's 120 s.
+    assert [e.retry_in for e in retries] == [120.0]

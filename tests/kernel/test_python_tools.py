@@ -304,3 +304,50 @@ def test_read_history_in_a_run_sees_the_errors_the_extension_records(
     content = model.requests[1].messages[-1].tool_results[0].content
     assert content.startswith("In [")
     assert content.endswith("1 / 0\nError: ZeroDivisionError: division by zero")
+
+
+# -- robustness ----------------------------------------------------------------------------------
+
+
+def test_code_raising_keyboard_interrupt_is_an_error_result_not_an_interrupt(shell: Any) -> None:
+    # Code may raise KeyboardInterrupt itself (a retry loop giving up, a test of a handler): that
+    # is the code's error, for the model to read, not the user stopping the run.
+    out = execute(shell, "print('before')\nraise KeyboardInterrupt('raised by the code')")
+    assert out.is_error
+    assert "KeyboardInterrupt: raised by the code" in out.text
+    assert "before" in out.text
+
+
+def test_a_real_interrupt_still_interrupts(shell: Any) -> None:
+    # The kernel's interrupt is SIGINT: it must still stop the code and reach the waiting cell.
+    with pytest.raises(KeyboardInterrupt):
+        execute(shell, "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(60)")
+
+
+async def test_run_python_raising_keyboard_interrupt_lets_the_run_go_on(shell: Any) -> None:
+    block, _ = await call(shell, "run_python", {"code": "raise KeyboardInterrupt"})
+    assert block.is_error
+    assert "KeyboardInterrupt" in block.content
+    assert "Interrupted by the user" not in block.content
+
+
+async def test_a_variable_whose_repr_raises_does_not_hide_the_others(shell: Any) -> None:
+    execute(
+        shell,
+        "class Broken:\n"
+        "    def __repr__(self):\n"
+        "        raise RuntimeError('no repr today')\n"
+        "class OddShape:\n"
+        "    @property\n"
+        "    def shape(self):\n"
+        "        raise ValueError('no shape')\n"
+        "bad = Broken()\nodd = OddShape()\ngood = 1",
+    )
+    block, _ = await call(shell, "list_variables", {})
+    assert not block.is_error, block.content
+    lines = block.content.splitlines()
+    assert "good: int 1" in lines
+    assert "bad: __main__.Broken (unrepresentable: RuntimeError: no repr today)" in lines
+    assert "odd: __main__.OddShape (unrepresentable: ValueError: no shape)" in lines
+    described, _ = await call(shell, "describe_variable", {"name": "bad"})
+    assert "unrepresentable: RuntimeError: no repr today" in described.content

@@ -10,15 +10,19 @@ go wrong on the way is translated here, with ``raise ... from exc``, into the hi
   adapters call it; it reuses the status rules through the error's type or code);
 - httpx exceptions (refused, reset, closed mid-body, timeouts) as retryable ``TransportError``.
 
-It also owns :class:`Secret`, the wrapper that keeps API keys out of reprs, and redaction of a
-key a server echoes back in an error body. It does not retry: the agent loop does, reading
-``retryable`` and ``retry_after``.
+It also owns :class:`Secret`, the wrapper that keeps API keys out of reprs, and applies
+:mod:`..redact` at this boundary: a key a server echoes back in an error body is masked, and
+credentials in a base URL (``http://user:KEY@host/v1``) are taken out of it when the provider is
+built and sent as an ``Authorization`` header, so no request URL, message, repr or httpx log line
+carries them. It does not retry: the agent loop does, reading ``retryable`` and ``retry_after``.
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing
@@ -38,6 +42,16 @@ from ..errors import (
     RateLimitError,
     TransportError,
     UserError,
+)
+from ..redact import (
+    MASK,
+    MIN_SECRET_LEN,
+    URLCredentialFilter,
+    is_secret_header,
+    redact,
+    redact_url,
+    split_userinfo,
+    url_secrets,
 )
 from .base import ProviderEvent
 
@@ -60,6 +74,11 @@ DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=15.0)
 # An error body is read for its message only; a server answering 500 with megabytes of HTML
 # should not be buffered whole.
 _MAX_ERROR_BODY = 64 * 1024
+
+# httpx logs every request's URL at INFO; a credential in a query string must not reach the log.
+# (addFilter ignores a filter already added, so importing this module again adds nothing.)
+_URL_FILTER = URLCredentialFilter()
+logging.getLogger("httpx").addFilter(_URL_FILTER)
 
 _OVERFLOW_MARKERS = (
     "context_length_exceeded",
@@ -111,9 +130,7 @@ class Secret:
 
     def redact(self, text: str) -> str:
         """``text`` with every occurrence of the key masked (servers echo keys in 401 bodies)."""
-        # Keys shorter than this are placeholders ("EMPTY", "ollama") that local servers ignore;
-        # masking them would garble ordinary words in the message.
-        return text.replace(self._value, "***") if len(self._value) >= 8 else text
+        return redact(text, [self._value], MASK) if len(self._value) >= MIN_SECRET_LEN else text
 
     def __repr__(self) -> str:
         return "Secret('***')"
@@ -131,10 +148,15 @@ class ErrorContext:
     key_env: str | None = None
     models_hint: str = ""
     connect_hint: str = ""
-    secret: Secret | None = field(default=None, repr=False)
+    #: The key and any other credential (from the base URL, from headers) a server may echo.
+    secrets: tuple[Secret, ...] = field(default=(), repr=False)
 
     def redact(self, text: str) -> str:
-        return self.secret.redact(text) if self.secret is not None else text
+        """``text`` with the endpoint's credentials, and those of any URL in it, masked."""
+        text = redact_url(text)
+        for secret in sorted(self.secrets, key=lambda s: len(s.reveal()), reverse=True):
+            text = secret.redact(text)
+        return text
 
     @property
     def who(self) -> str:
@@ -437,10 +459,23 @@ class HTTPProvider:
     ) -> None:
         self.model = model
         self.endpoint = endpoint
-        self.base_url = base_url.rstrip("/")
+        # Credentials in the URL leave it here: sent as a header (as httpx would send them, Basic
+        # auth overriding the adapter's own), never part of a URL that is shown or logged.
+        url, userinfo = split_userinfo(base_url)
+        # A query (``?api-version=...``, ``?api_key=...``) goes after the request's path, not
+        # before it; it is kept apart from ``base_url``, which is shown in messages.
+        url, _, query = url.partition("?")
+        self.base_url = url.rstrip("/")
+        self._query = Secret(f"?{query}" if query else "")  # it may hold a key
         self.key_env = key_env
         self._secret = api_key if isinstance(api_key, Secret) or api_key is None else Secret(api_key)
         self._headers = dict(headers or {})
+        self._url_auth = Secret(_basic_auth(*userinfo)) if userinfo is not None else None
+        others = url_secrets(base_url) | {v for k, v in self._headers.items() if is_secret_header(k)}
+        self._secrets = (
+            *((self._secret,) if self._secret is not None else ()),
+            *(Secret(value) for value in sorted(others)),
+        )
         self._client = client
         # None: the given client's own timeouts, or DEFAULT_TIMEOUT for a client of our own.
         self._timeout = (
@@ -464,14 +499,15 @@ class HTTPProvider:
         return self.model if requested in ("", self.model_id) else requested
 
     def _error_context(self, model: str) -> ErrorContext:
+        shown = self.base_url
         return ErrorContext(
             endpoint=self.endpoint,
             model=model,
-            base_url=self.base_url,
+            base_url=shown,
             key_env=self.key_env,
-            models_hint=self.models_hint.format(base_url=self.base_url),
+            models_hint=self.models_hint.format(base_url=shown),
             connect_hint=self.connect_hint,
-            secret=self._secret,
+            secrets=self._secrets,
         )
 
     async def _events(
@@ -498,9 +534,17 @@ class HTTPProvider:
     ) -> AsyncGenerator[bytes, None]:
         return stream_bytes(
             client=self._client,
-            url=self.base_url + path,
-            headers={**headers, **self._headers},
+            url=self.base_url + path + self._query.reveal(),
+            headers={**headers, **self._headers, **self._auth_header()},
             body=body,
             ctx=self._error_context(model),
             timeout=self._timeout,
         )
+
+    def _auth_header(self) -> dict[str, str]:
+        return {} if self._url_auth is None else {"Authorization": self._url_auth.reveal()}
+
+
+def _basic_auth(user: str, password: str) -> str:
+    """The header httpx builds from a URL's userinfo (``httpx.BasicAuth``)."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")

@@ -237,7 +237,9 @@ class Provider(Protocol):
     """A model the agent can call.
 
     ``model_id`` is the qualified ``<endpoint>/<model>`` string; ``context_limit`` the model's
-    window in tokens when known.
+    window in tokens when known. A provider may also have a ``wait_before_retry(seconds)``
+    coroutine method to decide how the wait before a retried request passes (see
+    :func:`ipyagent.agentlib.retry.wait_before_retry`); without one the loop sleeps.
     """
 
     @property

@@ -18,8 +18,9 @@ text — today's date and the workspace in the system prompt, memory addresses, 
 path given — is scrubbed before comparing.
 
 Secrets never reach a cassette: requests carry no keys, headers or base URLs, and any value of
-a key-like environment variable (``*_KEY``, ``*TOKEN*``, ...) or of a configured endpoint key
-that appears in a record (say, echoed by a tool) is replaced by ``[redacted]``.
+a key-like environment variable (``*_KEY``, ``*TOKEN*``, ...), of a configured endpoint key or of
+a credential in a URL that appears in a record (say, echoed by a tool) is replaced by
+``[redacted]`` (:func:`ipyagent.agentlib.redact.known_secrets` says which values).
 
 This module owns the cassette format and the matching; which cassette a notebook uses, and when
 recording is on, is :mod:`ipyagent.kernel.replay`'s business.
@@ -35,7 +36,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -43,6 +44,8 @@ from typing import Any, Literal
 from .. import errors as _errors
 from ..errors import AgentError, ErrorInfo, ProviderError, UserError
 from ..messages import Message
+from ..redact import known_secrets, map_strings, redact, redact_strings
+from ..retry import wait_before_retry
 from .base import PROVIDER_EVENT_ADAPTER, ModelRequest, Provider, ProviderEvent, open_stream
 
 __all__ = ["Cassette", "CassetteWarning", "Recording", "ReplayMode", "ReplayModel", "normalize_request"]
@@ -51,7 +54,6 @@ ReplayMode = Literal["record", "replay"]
 FORMAT, VERSION = "ipyagent-cassette", 1
 #: Lines of diff shown in a mismatch error; the rest is counted, not shown.
 MAX_DIFF_LINES = 80
-REDACTED = "[redacted]"
 
 #: Scrubbed before comparing: what differs between machines and days but not between runs.
 SYSTEM_SCRUBS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -61,8 +63,6 @@ SYSTEM_SCRUBS: tuple[tuple[re.Pattern[str], str], ...] = (
 TEXT_SCRUBS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x…"),  # reprs of objects: `<Foo at 0x7f3a...>`
 )
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"://([^/@\s]+)@")
 
 DEFAULT_RERECORD_HINT = (
     "If the change is intended, record the cassette again against a real model: "
@@ -145,8 +145,7 @@ class Cassette:
         line["request"]["messages"] = request["messages"][reuse:]
         line["events"] = record.events
         line["error"], line["cancelled"] = record.error, record.cancelled
-        secrets = _secrets()
-        line = _map_strings(line, lambda text: _redact(text, secrets))
+        line = redact_strings(line, known_secrets())
         text = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
         if self.written == 0:
             header = json.dumps({"format": FORMAT, "version": VERSION}) + "\n"
@@ -322,6 +321,14 @@ class ReplayModel:
         if record.cancelled:
             raise asyncio.CancelledError
 
+    async def wait_before_retry(self, seconds: float) -> None:
+        """Recording waits as long as the recorded provider asked (its server is real); a replay
+        does not wait at all: the answers are on file and the recorded run already waited."""
+        if self.mode == "record":
+            await wait_before_retry(self.wrapped, seconds)
+        else:
+            await asyncio.sleep(0)
+
     def __repr__(self) -> str:
         return (
             f"ReplayModel(mode={self.mode!r}, cassette={str(self.cassette.path)!r}, wrapped={self.wrapped!r})"
@@ -351,14 +358,14 @@ def normalize_request(
         "settings": request.settings.model_dump(mode="json"),
         "messages": [_message(m, calls) for m in request.messages],
     }
-    scrubs, secrets = (*scrub, *TEXT_SCRUBS), _secrets()
+    scrubs, secrets = (*scrub, *TEXT_SCRUBS), known_secrets()
 
     def clean(text: str) -> str:
         for pattern, replacement in scrubs:
             text = pattern.sub(replacement, text)
-        return _redact(text, secrets)
+        return redact(text, secrets)
 
-    cleaned: dict[str, Any] = _map_strings(normalized, clean)
+    cleaned: dict[str, Any] = map_strings(normalized, clean)
     return cleaned
 
 
@@ -382,38 +389,6 @@ def _message(message: Message, calls: dict[str, str]) -> dict[str, Any]:
         content.append(data)
     out["content"] = content
     return out
-
-
-def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
-    """``value`` (JSON-like) with ``fn`` applied to every string in it, keys excepted."""
-    if isinstance(value, str):
-        return fn(value)
-    if isinstance(value, list):
-        return [_map_strings(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: _map_strings(v, fn) for k, v in value.items()}
-    return value
-
-
-def _secrets(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values that must never be written: key-like environment variables, credentials in URLs,
-    and keys from the endpoint configuration."""
-    env = os.environ if environ is None else environ
-    found = {v.strip() for k, v in env.items() if _SECRET_NAME.search(k) and len(v.strip()) >= 8}
-    found.update(m.group(1) for v in env.values() for m in _URL_USERINFO.finditer(v))
-    try:
-        from ..endpoints import endpoints
-
-        found.update(e.api_key for e in endpoints().values() if e.api_key)
-    except Exception:  # a broken config file is reported where it is used, not here
-        pass
-    return sorted((s for s in found if len(s) >= 4), key=len, reverse=True)
-
-
-def _redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 def request_diff(recorded: dict[str, Any], live: dict[str, Any]) -> str:

@@ -11,9 +11,12 @@ import ast
 import contextlib
 import itertools
 import linecache
+import signal
 import sys
+import threading
 import traceback
 import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...agentlib.tools import Tool, ToolOutput, tool
@@ -49,13 +52,17 @@ def execute(shell: Any, code: str) -> ToolOutput:
     figures_before = _figure_numbers()
     value: Any = None
     error: str | None = None
-    with capture_output(stdout=True, stderr=True, display=True) as captured:
+    with _sigint_watch() as interrupted, capture_output(stdout=True, stderr=True, display=True) as captured:
         try:
             exec(compile(tree, filename, "exec"), shell.user_ns)
             if last is not None:
                 value = eval(compile(ast.Expression(last.value), filename, "eval"), shell.user_ns)
         except (Exception, SystemExit) as exc:  # sys.exit() in a script's main() must not end the run
             error = _format_error(exc, filename)
+        except KeyboardInterrupt as exc:
+            if interrupted():  # the user's Ctrl-C / ■: the run stops
+                raise
+            error = _format_error(exc, filename)  # the code raised it: an error like any other
     sections: list[str] = []
     display: list[dict[str, Any]] = []
     if captured.stdout:
@@ -77,6 +84,35 @@ def execute(shell: Any, code: str) -> ToolOutput:
         sections.append(f"[error]\n{cap(error)}")
     text = "\n\n".join(sections) or "(ran without output)"
     return ToolOutput(text=text, display=display or None, is_error=error is not None)
+
+
+@contextlib.contextmanager
+def _sigint_watch() -> Iterator[Callable[[], bool]]:
+    """Yields a function that says whether a SIGINT — the kernel's interrupt — arrived in the
+    block, so that a real interrupt can be told from code raising ``KeyboardInterrupt`` itself.
+
+    The SIGINT handler in place is wrapped, not replaced: it still runs (and raises). Where no
+    Python handler can run (not the main thread, or SIGINT ignored), no interrupt can arrive as a
+    ``KeyboardInterrupt`` either, and the function always says no.
+    """
+    seen = False
+    current = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(current):
+        yield lambda: False
+        return
+    previous: Callable[[int, Any], Any] = current
+
+    def watching(signum: int, frame: Any) -> Any:
+        nonlocal seen
+        seen = True
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, watching)
+    try:
+        yield lambda: seen
+    finally:
+        if signal.getsignal(signal.SIGINT) is watching:  # unless the code installed its own
+            signal.signal(signal.SIGINT, previous)
 
 
 def _format_error(exc: BaseException, filename: str) -> str:
@@ -139,12 +175,36 @@ def user_variables(shell: Any) -> dict[str, Any]:
     }
 
 
-def summarize(value: Any, limit: int = 80) -> str:
-    """One line about a value: its type and its shape, length or a clipped repr."""
+def _type_name(value: Any) -> str:
     kind = type(value)
-    name = (
-        kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"
-    )
+    if kind.__module__ == "builtins":
+        return kind.__name__
+    return f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+
+
+def _unrepresentable(value: Any, exc: Exception) -> str:
+    return f"{_type_name(value)} (unrepresentable: {type(exc).__name__}: {str(exc)[:200]})"
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``, or what stopped it: user objects' ``__repr__`` may raise."""
+    try:
+        return repr(value)
+    except Exception as exc:
+        return f"<{_unrepresentable(value, exc)}>"
+
+
+def summarize(value: Any, limit: int = 80) -> str:
+    """One line about a value: its type and its shape, length or a clipped repr. A value whose
+    ``repr``, ``shape`` or ``len`` raises is said to be unrepresentable, with the error."""
+    try:
+        return _summarize(value, limit)
+    except Exception as exc:
+        return _unrepresentable(value, exc)
+
+
+def _summarize(value: Any, limit: int) -> str:
+    name = _type_name(value)
     shape = getattr(value, "shape", None)
     if isinstance(shape, tuple):
         dtype = getattr(value, "dtype", None)
@@ -165,6 +225,14 @@ def _is_frame(value: Any) -> bool:
 
 def describe(value: Any, name: str) -> str:
     lines = [f"{name}: {summarize(value)}"]
+    try:
+        _details(value, name, lines)
+    except Exception as exc:  # user objects: a raising __repr__, a broken property
+        lines.append(f"(no more details: {type(exc).__name__}: {str(exc)[:200]})")
+    return "\n".join(lines)
+
+
+def _details(value: Any, name: str, lines: list[str]) -> None:
     if _is_frame(value):
         lines.append(f"columns/dtypes:\n{value.dtypes.to_string()}")
         lines.append(f"head:\n{value.head(5).to_string()}")
@@ -188,7 +256,6 @@ def describe(value: Any, name: str) -> str:
             lines.append(f"doc: {cap(doc, 1_500)}")
     else:
         lines.append(f"repr: {cap(repr(value), 4_000)}")
-    return "\n".join(lines)
 
 
 # -- history -------------------------------------------------------------------------------------
@@ -205,7 +272,7 @@ def format_history(shell: Any, history: History | None, n: int) -> str:
     for i in range(start, count + 1):
         part = f"In [{i}]:\n{cap(inputs[i], 2_000)}"
         if i in outputs:
-            part += f"\nOut[{i}]: {cap(repr(outputs[i]), 1_000)}"
+            part += f"\nOut[{i}]: {cap(safe_repr(outputs[i]), 1_000)}"
         if history is not None and i in history.errors:
             part += f"\nError: {history.errors[i]}"
         parts.append(part)

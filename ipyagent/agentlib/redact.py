@@ -1,0 +1,195 @@
+"""What counts as a secret, and how it is masked before text leaves ipyagent.
+
+One owner for both questions, so every boundary masks the same things the same way:
+
+- :func:`known_secrets`: the values that must never be written — key-like environment
+  variables (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ...), the endpoint keys of the config file,
+  and the credentials inside URLs (``https://user:KEY@host``, ``?api_key=KEY``) found in either;
+- :func:`redact` and :func:`redact_strings`: those values masked in a text or in every string
+  of a JSON-like value (cassettes, session files, tool results);
+- :func:`redact_url`: a URL — or any text holding URLs — with its credentials masked, for
+  messages, reprs and logs; :func:`split_userinfo` takes them out of a URL altogether, so that a
+  request URL never carries them (they go in a header instead);
+- :class:`URLCredentialFilter`: a logging filter that masks URL credentials in log records
+  (httpx logs every request's URL).
+
+It does not decide *where* redaction happens: the provider adapters (errors, reprs), the cassette
+writer, the session writer and the agent loop (tool results) call it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+__all__ = [
+    "MASK",
+    "REDACTED",
+    "URLCredentialFilter",
+    "is_secret_header",
+    "known_secrets",
+    "redact",
+    "redact_json_line",
+    "redact_strings",
+    "redact_text",
+    "redact_url",
+    "split_userinfo",
+    "url_secrets",
+]
+
+#: What a secret becomes in files (cassettes, sessions) and in what the model reads.
+REDACTED = "[redacted]"
+#: What a secret becomes in messages, reprs and logs.
+MASK = "***"
+#: Shorter values are placeholders ("EMPTY", "ollama") that local servers ignore; masking them
+#: would garble ordinary words.
+MIN_SECRET_LEN = 8
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+# A query parameter that carries a credential: ?api_key=, ?key=, ?access_token=, Azure's ?sig=.
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|credential|^sig$|signature|^auth", re.IGNORECASE)
+# The userinfo of a URL: everything between "://" and the last "@" before the host ends.
+_USERINFO = re.compile(r"(?<=://)[^/?#\s@]*(?:@[^/?#\s@]*)*@")
+# Quotes and brackets end a value: a URL is often quoted or parenthesised in a message.
+_QUERY_PAIR = re.compile(r"([?&;])([^=&#;\s]+)=([^&#;\s'\"<>()\[\]{},]*)")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the credentials of every URL in it masked: the whole userinfo
+    (``https://***@host``) and the value of key-like query parameters (``?api_key=***``)."""
+    if "://" not in text:
+        return text
+    return _URL.sub(lambda m: _redact_one_url(m.group(0)), text)
+
+
+def _redact_one_url(url: str) -> str:
+    url = _USERINFO.sub(f"{MASK}@", url, count=1)
+    return _QUERY_PAIR.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if _SECRET_PARAM.search(m.group(2)) else m.group(0), url
+    )
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its userinfo, and the (percent-decoded) user and password it held."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, None
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), (unquote(user), unquote(password))
+
+
+def url_secrets(url: str) -> set[str]:
+    """The credentials a URL holds, raw and decoded: its userinfo and key-like query values."""
+    found: set[str] = set()
+    for match in _USERINFO.finditer(url):
+        userinfo = match.group(0)[:-1]
+        user, _, password = userinfo.partition(":")
+        found.update({userinfo, user, password, unquote(user), unquote(password)})
+    for match in _QUERY_PAIR.finditer(url):
+        if _SECRET_PARAM.search(match.group(2)):
+            found.update({match.group(3), unquote(match.group(3))})
+    return {s for s in found if s}
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether a configured header carries a credential (``Authorization``, ``api-key``, ...)."""
+    return name.lower() == "authorization" or bool(_SECRET_NAME.search(name))
+
+
+def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every value that must never be written, longest first: key-like environment variables,
+    credentials in URLs (in the environment or the endpoints' base URLs), endpoint keys and
+    credential headers from the config file."""
+    env = os.environ if environ is None else environ
+    found = {v.strip() for k, v in env.items() if _SECRET_NAME.search(k) and len(v.strip()) >= MIN_SECRET_LEN}
+    for value in env.values():
+        if "://" in value:
+            found.update(url_secrets(value))
+    try:
+        from .endpoints import endpoints
+
+        for endpoint in endpoints().values():
+            if endpoint.api_key:
+                found.add(endpoint.api_key)
+            found.update(url_secrets(endpoint.base_url))
+            found.update(v for k, v in endpoint.headers.items() if is_secret_header(k))
+    except Exception:  # a broken config file is reported where it is used, not here
+        pass
+    return sorted((s for s in found if len(s) >= MIN_SECRET_LEN), key=len, reverse=True)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with URL credentials masked and every :func:`known_secrets` value redacted: for
+    the message of an exception nothing translated (a custom provider's, a bug's)."""
+    return redact(redact_url(text), known_secrets())
+
+
+def redact(text: str, secrets: Iterable[str], marker: str = REDACTED) -> str:
+    """``text`` with every occurrence of each of ``secrets`` replaced by ``marker``. Pass the
+    secrets longest first (as :func:`known_secrets` returns them), so a key is masked whole."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, marker)
+    return text
+
+
+def redact_strings(value: Any, secrets: Sequence[str], marker: str = REDACTED) -> Any:
+    """``value`` (JSON-like) with every string in it redacted; mapping keys are left alone."""
+    return map_strings(value, lambda text: redact(text, secrets, marker))
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like) with ``fn`` applied to every string in it, keys excepted."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list | tuple):
+        return [map_strings(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_strings(v, fn) for k, v in value.items()}
+    return value
+
+
+def redact_json_line(line: str, secrets: Sequence[str] | None = None) -> str:
+    """A JSON line with the secrets in its strings redacted. A line that holds none (the common
+    case) comes back unchanged, byte for byte; one that does is parsed and written again, so a
+    secret is replaced only inside strings and the line stays valid JSON."""
+    secrets = known_secrets() if secrets is None else secrets
+    # A secret with characters JSON escapes appears escaped in the line.
+    if not any(s in line or json.dumps(s)[1:-1] in line for s in secrets):
+        return line
+    record = redact_strings(json.loads(line), secrets)
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + (
+        "\n" if line.endswith("\n") else ""
+    )
+
+
+class URLCredentialFilter(logging.Filter):
+    """Masks URL credentials in the arguments and message of a log record (httpx logs each
+    request as ``HTTP Request: POST <url> ...``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact_url(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_clean_arg(a) for a in record.args)
+        elif isinstance(record.args, Mapping):
+            record.args = {k: _clean_arg(v) for k, v in record.args.items()}
+        return True
+
+
+def _clean_arg(arg: Any) -> Any:
+    if isinstance(arg, int | float | bytes) or arg is None:
+        return arg
+    text = str(arg)
+    cleaned = redact_url(text)
+    return arg if cleaned == text else cleaned
