@@ -90,15 +90,23 @@ class Kernel:
 
 
 def text_of(outputs: list[dict[str, Any]]) -> str:
-    """Everything a reader would see as text: streams, text/plain of displays, errors."""
+    """Everything a reader would see as text: streams, text/plain of displays, errors.
+
+    Consecutive writes to one stream are joined as a front end joins them: the kernel flushes
+    its buffer on a timer, so one ``print`` may arrive as two stream messages."""
     parts = []
+    previous: dict[str, Any] | None = None
     for output in outputs:
         if output["type"] == "stream":
-            parts.append(output["text"])
+            if previous is not None and previous["type"] == "stream" and previous["name"] == output["name"]:
+                parts[-1] += output["text"]
+            else:
+                parts.append(output["text"])
         elif output["type"] == "error":
             parts.append("\n".join(output["traceback"]))
         elif "data" in output:
             parts.append(output["data"].get("text/plain", ""))
+        previous = output
     return "\n".join(parts)
 
 
