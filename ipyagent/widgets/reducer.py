@@ -100,6 +100,13 @@ class ViewReducer:
     def _top(self, **fields: Any) -> None:
         self._emit({"op": "top", "fields": fields})
 
+    def _end_streaming(self) -> None:
+        """A run that ends (Stop, an error) sends no TextEnd/ThinkingEnd for the text it was
+        streaming: finish those blocks here, or the view keeps their caret for good."""
+        for block in self.state["blocks"]:
+            if block.get("streaming"):
+                self._set(block["id"], streaming=False)
+
     @property
     def has_pending(self) -> bool:
         return bool(self._pending)
@@ -291,14 +298,17 @@ class ViewReducer:
                 }
             )
         elif isinstance(event, ev.RunFinished):
+            self._end_streaming()
             if event.status == "exhausted" and event.message:
                 self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
             self._top(status=event.status)
         elif isinstance(event, ev.RunFailed):
+            self._end_streaming()
             error = event.error
             self.add_error(error.code, error.message, error.hint, error.retryable)
             self._top(status="failed")
         elif isinstance(event, ev.RunCancelled):
+            self._end_streaming()
             self._top(status="cancelled")
         elif isinstance(event, ev.CompactionCompleted):
             text = f"Summarized {event.dropped} earlier messages to free context."

@@ -10,6 +10,7 @@ import json from "highlight.js/lib/languages/json";
 import python from "highlight.js/lib/languages/python";
 import sql from "highlight.js/lib/languages/sql";
 import { Marked } from "marked";
+import { MarkdownStream } from "./stream.js";
 
 hljs.registerLanguage("python", python);
 hljs.registerLanguage("json", json);
@@ -107,93 +108,157 @@ export function markdownFragment(src) {
   return sanitizedFragment(marked.parse(String(src)));
 }
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
-
-/**
- * The offset in `text` (at or after `from`, which must be outside any code fence) up to which
- * the markdown is stable: the start of the last line that follows a blank line, lies outside a
- * fenced code block and is not indented (an indented line could continue a list item or be
- * indented code). Text before that offset renders the same however the rest grows — nearly:
- * reference-style links defined later and loose lists split in two differ, which the full
- * render at the end of streaming repairs. Returns `from` when there is no such point.
- */
-export function stableBoundary(text, from = 0) {
-  let boundary = from;
-  let fence = null; // the opening fence marker while inside a fenced block
-  let prevBlank = false;
-  let pos = from;
-  while (pos < text.length) {
-    const nl = text.indexOf("\n", pos);
-    if (nl === -1) break; // the last line is still growing: never split inside or before it by it
-    const line = text.slice(pos, nl);
-    const blank = line.trim() === "";
-    if (fence) {
-      const m = FENCE.exec(line);
-      if (m && m[1][0] === fence[0] && m[1].length >= fence.length && m[2].trim() === "") fence = null;
-    } else {
-      if (prevBlank && !blank && !/^\s/.test(line)) boundary = pos;
-      const m = FENCE.exec(line);
-      if (m && !(m[1][0] === "`" && m[2].includes("`"))) fence = m[1];
-    }
-    prevBlank = blank && !fence;
-    pos = nl + 1;
-  }
-  // The unfinished last line may start a new block too.
-  if (!fence && prevBlank && pos < text.length && !/^\s/.test(text.slice(pos, pos + 1))) {
-    boundary = Math.max(boundary, pos);
-  }
-  return boundary;
+/** marked's HTML for markdown source (not sanitized: see markdownFragment). */
+export function markdownHtml(src) {
+  return marked.parse(String(src));
 }
 
-/**
- * Renders a growing markdown text into `el`. While streaming, text up to the last stable
- * boundary is rendered once per chunk and kept; only the tail is re-rendered on each update.
- * When streaming ends the whole text is rendered once, exactly as a reloaded page shows it.
- */
-export class StreamingMarkdown {
+/** The top-level block tokens of `src` (blank-line tokens left out). */
+export function lexBlocks(src) {
+  return marked.lexer(String(src)).filter((t) => t.type !== "space");
+}
+
+/** The name a code block's info string gives its language ("py" for "py title=x"). */
+function langName(lang) {
+  return String(lang || "")
+    .trim()
+    .split(/\s+/)[0];
+}
+
+/** The `<pre><code>` a fenced block renders into, empty (the code renderer above fills it). */
+export function codeShellHtml(lang) {
+  const name = langName(lang);
+  const cls = name ? ` class="hljs language-${escapeHtml(name)}"` : ' class="hljs"';
+  return `<pre><code${cls}></code></pre>\n`;
+}
+
+/** Highlighted HTML for one piece of a code block, and whether the highlighter ended it outside
+ * any string, comment or other span: only then does the next piece highlight on its own exactly
+ * as it would as part of the whole block. */
+export function highlightSegment(code, lang) {
+  const name = langName(lang).toLowerCase();
+  if (name && hljs.getLanguage(name)) {
+    try {
+      const result = hljs.highlight(code, { language: name, ignoreIllegals: true });
+      return { html: result.value, clean: !result._top?.parent };
+    } catch {
+      return { html: escapeHtml(code), clean: false };
+    }
+  }
+  return { html: escapeHtml(code), clean: true };
+}
+
+/** Applies a MarkdownStream's output to an element: finished HTML goes in place, sanitized, once;
+ * the open region lives in a tail element that goes when the text is complete. */
+class DomSink {
   constructor(el) {
     this.el = el;
-    this.reset();
   }
 
   reset() {
     this.el.replaceChildren();
-    this.committed = 0; // length of the source rendered into stable chunks
-    this.source = ""; // the text last rendered
-    this.streaming = null;
     this.tail = null;
+    this.nodes = null; // the open code block's or table's top-level nodes
   }
 
-  update(text, streaming) {
-    text = String(text ?? "");
-    streaming = Boolean(streaming);
-    if (text === this.source && streaming === this.streaming) return;
-    if (!streaming) {
-      this.reset();
-      this.el.append(markdownFragment(text));
-    } else {
-      this.#stream(text);
-    }
-    this.source = text;
-    this.streaming = streaming;
-  }
-
-  #stream(text) {
-    // A text that is not a continuation (a `set` replaced it, or we rendered it complete) starts over.
-    if (!this.streaming || !text.startsWith(this.source.slice(0, this.committed)) || !this.tail) {
-      this.reset();
+  #tail() {
+    if (!this.tail) {
       this.tail = this.el.ownerDocument.createElement("div");
       this.tail.className = "ipyagent-md-tail";
       this.el.append(this.tail);
     }
-    const boundary = stableBoundary(text, this.committed);
-    if (boundary > this.committed) {
-      const chunk = this.el.ownerDocument.createElement("div");
-      chunk.className = "ipyagent-md-chunk";
-      chunk.append(markdownFragment(text.slice(this.committed, boundary)));
-      this.tail.before(chunk);
-      this.committed = boundary;
+    return this.tail;
+  }
+
+  #settle(nodes) {
+    if (this.tail) this.tail.before(...nodes);
+    else this.el.append(...nodes);
+    this.tail?.replaceChildren();
+    this.nodes = null;
+  }
+
+  freeze(html) {
+    this.#settle([sanitizedFragment(html)]);
+  }
+
+  live(html) {
+    this.#tail().replaceChildren(sanitizedFragment(html));
+  }
+
+  liveText(text) {
+    let at = this.#tail();
+    while (at.lastElementChild && /^(P|LI|UL|OL|BLOCKQUOTE)$/.test(at.lastElementChild.tagName)) {
+      at = at.lastElementChild;
     }
-    this.tail.replaceChildren(markdownFragment(text.slice(this.committed)));
+    at.append(text);
+  }
+
+  codeOpen(shellHtml) {
+    const frag = sanitizedFragment(shellHtml);
+    this.nodes = [...frag.childNodes];
+    this.code = frag.querySelector("code");
+    this.pending = this.el.ownerDocument.createElement("span");
+    this.partial = this.el.ownerDocument.createTextNode("");
+    this.pending.append(this.partial);
+    this.code.append(this.pending);
+    this.#tail().replaceChildren(frag);
+  }
+
+  codePending(text) {
+    this.partial.before(text);
+  }
+
+  codeHtml(html, rest) {
+    this.pending.before(sanitizedFragment(html));
+    this.pending.replaceChildren(rest, this.partial);
+  }
+
+  codePartial(text) {
+    if (this.partial.data !== text) this.partial.data = text;
+  }
+
+  codeClose(html) {
+    this.pending.replaceWith(sanitizedFragment(html));
+    this.#settle(this.nodes);
+  }
+
+  tableOpen(html) {
+    const frag = sanitizedFragment(html);
+    this.nodes = [...frag.childNodes];
+    this.table = frag.querySelector("table");
+    this.tbody = null;
+    this.#tail().replaceChildren(frag);
+  }
+
+  tableRow(html) {
+    if (!this.tbody) {
+      this.tbody = this.el.ownerDocument.createElement("tbody");
+      this.table.append(this.tbody);
+    }
+    const rows = sanitizedFragment(`<table><tbody>${html}</tbody></table>`).querySelector("tbody");
+    this.tbody.append(...rows.childNodes);
+  }
+
+  tableClose() {
+    this.#settle(this.nodes);
+  }
+
+  done() {
+    this.tail?.remove();
+    this.tail = null;
+  }
+}
+
+/**
+ * Renders a growing markdown text into `el`, in time proportional to what arrives (stream.js);
+ * when streaming ends the element holds exactly what rendering the whole text at once gives.
+ */
+export class StreamingMarkdown {
+  constructor(el) {
+    this.stream = new MarkdownStream(new DomSink(el));
+  }
+
+  update(text, streaming) {
+    this.stream.update(text, streaming);
   }
 }

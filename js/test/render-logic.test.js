@@ -1,52 +1,11 @@
-// The DOM-free rendering decisions: where streaming markdown may be split, tool labels, footer text.
+// The DOM-free rendering decisions: tool labels, footer text, highlighting.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { summarizeArgs } from "../src/blocks.js";
 import { endsInRetryableError, usageText } from "../src/common.js";
 import { formatCost, formatDuration, formatInt } from "../src/dom.js";
-import { highlightHtml, stableBoundary } from "../src/markdown.js";
-
-describe("stableBoundary", () => {
-  test("splits before a block that follows a blank line", () => {
-    const text = "Para one.\n\nPara two\n";
-    assert.equal(stableBoundary(text), text.indexOf("Para two"));
-  });
-
-  test("an unfinished last line after a blank line is a boundary too", () => {
-    const text = "One.\n\nTw";
-    assert.equal(stableBoundary(text), text.indexOf("Tw"));
-  });
-
-  test("no split without a blank line", () => {
-    assert.equal(stableBoundary("a\nb\nc"), 0);
-  });
-
-  test("never inside a fenced code block", () => {
-    const text = "Intro\n\n```python\nx = 1\n\ny = 2\n";
-    assert.equal(stableBoundary(text), text.indexOf("```"));
-    const closed = `${text}\`\`\`\n\nAfter`;
-    assert.equal(stableBoundary(closed), closed.indexOf("After"));
-  });
-
-  test("tilde fences, longer closers and indented fences", () => {
-    const text = "~~~~\na\n\nb\n~~~~~\n\nc\n";
-    assert.equal(stableBoundary(text), text.indexOf("c\n"));
-    const listed = "- item\n\n  ```\n  code\n\nnot a boundary yet\n";
-    assert.equal(stableBoundary(listed), 0, "a fence indented inside a list item still counts as a fence");
-  });
-
-  test("not before an indented line (list continuation or indented code)", () => {
-    const text = "1. one\n\n   more of one\n";
-    assert.equal(stableBoundary(text), 0);
-  });
-
-  test("starts from `from`", () => {
-    const text = "a\n\nb\n\nc\n";
-    assert.equal(stableBoundary(text, text.indexOf("c")), text.indexOf("c"));
-    assert.equal(stableBoundary(text, 3), text.indexOf("c"));
-  });
-});
+import { highlightHtml } from "../src/markdown.js";
 
 describe("labels and footer", () => {
   test("summarizeArgs: complete JSON becomes key=value", () => {

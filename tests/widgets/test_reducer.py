@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 from ipyagent import Agent, RetryPolicy, tool
+from ipyagent.agentlib import events as ev
 from ipyagent.agentlib.errors import ProviderUnavailable
+from ipyagent.agentlib.usage import Usage
 from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call
 from ipyagent.widgets.reducer import ViewReducer, apply_patch, merge_patches, new_state, plain_text
 from ipyagent.widgets.transport import Throttle
@@ -169,3 +171,20 @@ def test_the_throttle_sends_at_most_one_message_per_interval() -> None:
     assert 9 <= len(sent) <= 11
     throttle.flush()
     assert replay(sent)["model"] == "m99"
+
+
+def test_a_stopped_run_ends_every_streaming_block() -> None:
+    reducer = ViewReducer()
+    for event in [
+        ev.RunStarted(run_id="r", model="m", prompt="p"),
+        ev.RequestStarted(turn=1, model="m"),
+        ev.ThinkingStart(index=0),
+        ev.ThinkingDelta(index=0, delta="hmm"),
+        ev.TextStart(index=1),
+        ev.TextDelta(index=1, delta="half an ans"),
+        ev.RunCancelled(run_id="r", usage=Usage()),
+    ]:
+        reducer.feed(event)
+    assert reducer.state["status"] == "cancelled"
+    assert [b["streaming"] for b in reducer.state["blocks"]] == [False, False]
+    assert reducer.state["blocks"][1]["text"] == "half an ans", "stopping keeps what was streamed"
