@@ -7,8 +7,16 @@ from typing import Any
 
 from ipyagent import Agent, RetryPolicy, tool
 from ipyagent.agentlib.errors import ProviderUnavailable
+from ipyagent.agentlib.messages import Message, TextBlock
 from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call
-from ipyagent.widgets.reducer import ViewReducer, apply_patch, merge_patches, new_state, plain_text
+from ipyagent.widgets.reducer import (
+    ViewReducer,
+    apply_patch,
+    history_blocks,
+    merge_patches,
+    new_state,
+    plain_text,
+)
 from ipyagent.widgets.transport import Throttle
 
 
@@ -169,3 +177,41 @@ def test_the_throttle_sends_at_most_one_message_per_interval() -> None:
     assert 9 <= len(sent) <= 11
     throttle.flush()
     assert replay(sent)["model"] == "m99"
+
+
+async def test_a_denied_call_shows_as_denied_in_the_history_too() -> None:
+    # The same run shown live and rebuilt from its saved messages (a resumed chat): the tool
+    # cards must agree — the refused call is "denied", not a red "failed".
+    model = ScriptedModel(
+        [
+            tool_call("write", {"text": "x"}),
+            tool_call("write", {"text": "y"}),
+            tool_call("nope", {}),
+            "ok",
+        ]
+    )
+    agent = Agent(model=model, tools=[write])
+    decisions = iter(["allow", "deny"])
+    agent.on("permission_required", lambda e: agent.resolve_permission(e.call_id, next(decisions)))
+    live, _ = await reduce(agent, "write twice")
+    history = history_blocks(agent.messages)
+    statuses = [b["status"] for b in history if b["kind"] == "tool"]
+    assert statuses == [b["status"] for b in live.state["blocks"] if b["kind"] == "tool"]
+    assert statuses == ["done", "denied", "failed"]  # the unknown tool is a real failure
+
+
+async def test_a_call_nobody_could_answer_is_denied_in_the_history() -> None:
+    agent = Agent(model=ScriptedModel([tool_call("write", {"text": "x"}), "ok"]), tools=[write])
+    await agent.run("write")  # no handler for permission_required: nobody to ask
+    assert [b["status"] for b in history_blocks(agent.messages) if b["kind"] == "tool"] == ["denied"]
+
+
+def test_the_history_is_apart_from_the_state_and_a_new_conversation_clears_both() -> None:
+    messages = [Message.user("hi"), Message(role="assistant", content=(TextBlock(text="Hello."),))]
+    reducer = ViewReducer()
+    reducer.show_history(messages)
+    assert [(b["kind"], b["text"]) for b in reducer.history] == [("user", "hi"), ("text", "Hello.")]
+    assert reducer.state["blocks"] == [] and not reducer.has_pending, "no patches for the history"
+    reducer.add_user("more")
+    reducer.clear()
+    assert reducer.history == [] and reducer.state["blocks"] == []
