@@ -16,6 +16,8 @@ Not measured: the websocket, the widget manager's own parsing of the traits.
   only tasks over 50 ms; "-" = none) from the open until ``--settle`` seconds later;
 - DOM nodes / blocks shown: after those seconds; scroll-up task: the longest task while the
   transcript is scrolled to its top five times (older turns load);
+- each size is measured ``--repeat`` times, each in a fresh page; the table shows medians (the
+  machine's other load makes single runs noisy), the JSON every run;
 - turn ms: the main-thread time of one new turn (each message parsed from JSON and handled, its
   redraw run and laid out, summed); max step: the most expensive of those steps.
 """
@@ -108,7 +110,9 @@ window.replayTurn = () => {
   return { total, worst };
 };
 window.takeLongTasks = () => {
-  const mine = window.longTasks.filter(([start, d]) => start + d > window.since).map(([, d]) => d);
+  const mine = window.longTasks
+    .filter(([start, d]) => start + d > window.since)
+    .map(([start, d]) => [Math.round(start - window.since), d]);
   window.longTasks = [];
   window.since = performance.now();
   return mine;
@@ -231,10 +235,12 @@ def measure(browser: Any, count: int, settle: float) -> dict[str, Any]:
         "messages": count,
         "data_kb": round(len(data) / 1024),
         "open_ms": round(open_ms, 1),
-        "longest_task_ms": round(max(open_tasks), 1) if open_tasks else None,
+        "longest_task_ms": max(d for _, d in open_tasks) if open_tasks else None,
+        "open_long_tasks": open_tasks,
         "dom_nodes": counts["nodes"],
         "blocks_shown": counts["blocks"],
-        "scroll_longest_task_ms": round(max(scroll_tasks), 1) if scroll_tasks else None,
+        "scroll_longest_task_ms": max(d for _, d in scroll_tasks) if scroll_tasks else None,
+        "scroll_long_tasks": scroll_tasks,
         "blocks_after_scroll": after_scroll["blocks"],
         "turn_ms": round(turn["total"], 1),
         "turn_max_step_ms": round(turn["worst"], 1),
@@ -248,6 +254,7 @@ def main() -> None:
     )
     parser.add_argument("--sizes", default="10,100,2000,10000")
     parser.add_argument("--settle", type=float, default=3.0, help="seconds to watch after the open")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size; the table shows medians")
     parser.add_argument("--name", default="browser_chat", help="results file name (bench/results/NAME.json)")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
@@ -261,8 +268,9 @@ def main() -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         try:
             for size in [int(s) for s in args.sizes.split(",")]:
-                rows.append(measure(browser, size, args.settle))
-                print(rows[-1], flush=True)
+                for _ in range(args.repeat):
+                    rows.append(measure(browser, size, args.settle))
+                    print(rows[-1], flush=True)
         finally:
             browser.close()
     columns = [
@@ -285,7 +293,10 @@ def main() -> None:
         "turn_ms",
         "turn_max_step_ms",
     ]
-    table = [[row[k] if row[k] is not None else "-" for k in keys] for row in rows]
+    table = []
+    for size in dict.fromkeys(row["messages"] for row in rows):
+        runs = [row for row in rows if row["messages"] == size]
+        table.append([_median([run[k] for run in runs]) for k in keys])
     report(
         args.name,
         columns,
@@ -296,6 +307,13 @@ def main() -> None:
             "runs": rows,
         },
     )
+
+
+def _median(values: list[Any]) -> Any:
+    """The median, counting "no long task" (None) as 0 ms; "-" when most runs had none."""
+    numbers = sorted(0 if v is None else v for v in values)
+    middle = numbers[len(numbers) // 2]
+    return "-" if middle == 0 and None in values else middle
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 /** The most blocks one page draws. */
 export const PAGE_BLOCKS = 40;
 /** A page stops early once it has taken this long (it always draws at least one block). */
-export const PAGE_BUDGET_MS = 25;
+export const PAGE_BUDGET_MS = 16;
 /** Blocks drawn ahead while the page is idle; the rest wait for the user to scroll up. */
 export const IDLE_BLOCKS = 200;
 /** Start loading the previous page this far before the user reaches the top. */
@@ -105,9 +105,13 @@ export class HistoryView {
   /** Draw the previous page above what is shown, keeping the view where the user left it. */
   loadPage() {
     if (this.pager.done) return;
-    const els = this.pager.previous((i) => this.render(this.blocks[i]));
+    // A page is one element of its own: putting it in lays out that page, not every block
+    // already shown (they would all be items of one flex list otherwise).
+    const page = this.container.ownerDocument.createElement("div");
+    page.className = "ipyagent-history-page";
+    page.append(...this.pager.previous((i) => this.render(this.blocks[i])));
     const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
-    this.container.prepend(...els);
+    this.container.prepend(page);
     this.scroller.scrollTop = this.scroller.scrollHeight - fromBottom;
     if (this.pager.done) this.stop();
   }
