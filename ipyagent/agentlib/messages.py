@@ -80,11 +80,15 @@ class ToolCallBlock(_Block):
 
 
 class ToolResultBlock(_Block):
+    """What a tool call gave back. ``denied`` marks a call refused at the permission prompt (by
+    the user, or because nobody could answer): for the views only, never sent to a provider."""
+
     type: Literal["tool_result"] = "tool_result"
     tool_call_id: str
     name: str = ""
     content: str
     is_error: bool = False
+    denied: bool = False
 
 
 class ImageBlock(_Block):

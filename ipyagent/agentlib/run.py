@@ -81,6 +81,8 @@ class AgentRun:
         self._last_call: tuple[str, str] | None = None
         self._repeats = 0
         self._failures = 0
+        # Calls refused at the permission prompt: their results are marked ``denied``.
+        self._denied: set[str] = set()
         # What a cancellation must tidy up.
         self._assembler: PartsAssembler | None = None
         self._calls: Sequence[ToolCallBlock] = ()
@@ -335,6 +337,8 @@ class AgentRun:
         if not refused:
             self._failures = self._failures + 1 if output.is_error else 0
         block = self._result_block(call, output.text, is_error=output.is_error)
+        if call.id in self._denied:
+            block = block.model_copy(update={"denied": True})
         self._results[call.id] = block
         event = ToolResult(
             call_id=call.id,
@@ -432,6 +436,7 @@ class AgentRun:
         if agent.auto_approve or tool.name in agent._always_allowed:
             return None
         if not agent._someone_can_answer("permission_required"):
+            self._denied.add(call.id)
             self._emit(PermissionResolved(call_id=call.id, decision="deny", reason="nobody to ask"))
             return (
                 f"Denied: `{tool.name}` changes things and needs the user's permission, but nobody can "
@@ -448,6 +453,8 @@ class AgentRun:
         decision, reason = answer
         if decision == "always":
             agent._always_allowed.add(tool.name)
+        if decision == "deny":
+            self._denied.add(call.id)
         self._emit(PermissionResolved(call_id=call.id, decision=decision, reason=reason))
         if decision == "deny" and reason:
             return f"Denied: `{tool.name}` was not run: {reason}."

@@ -84,6 +84,8 @@ def estimate_tokens(system: str, messages: Iterable[Message]) -> int:
     for message in messages:
         for block in message.content:
             chars += (
-                len(json.dumps(block.model_dump(mode="json"))) if block.type != "text" else len(block.text)
+                len(json.dumps(block.model_dump(mode="json", exclude={"denied"})))
+                if block.type != "text"
+                else len(block.text)
             )
     return chars // CHARS_PER_TOKEN + 1

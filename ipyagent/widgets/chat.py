@@ -34,6 +34,9 @@ class ChatWidget(AgentView):
     _esm = STATIC / "chat.js"
     view_kind = "chat"
     models = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    #: The conversation the chat opened on, as finished blocks shown before ``state``'s. Written
+    #: once (and emptied by "New conversation"), so a run never sends the history again.
+    history = traitlets.List(traitlets.Dict()).tag(sync=True)
 
     def __init__(
         self,
@@ -60,6 +63,7 @@ class ChatWidget(AgentView):
         self._handles = [*self.watch(agent), agent.on("*", self.feed)]
         with self.lock:
             self.reducer.show_history(agent.messages)
+            self.history = self.reducer.history
         self.publish()
 
     def handle_action(self, action: Any, content: dict[str, Any]) -> None:
@@ -125,6 +129,7 @@ class ChatWidget(AgentView):
         self.agent.reset()
         with self.lock:
             self.reducer.clear()
+            self.history = []
         self.publish()
 
     def choose_model(self, model: str) -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "block_markdown",
     "block_plain",
     "call_label",
+    "history_blocks",
     "markdown_text",
     "merge_patches",
     "plain_text",
@@ -83,6 +84,8 @@ class ViewReducer:
         self._request = ""
         self._attempt: list[str] = []  # blocks the current request added (dropped on retry)
         self._denied: set[str] = set()
+        #: Finished blocks shown before :attr:`state`'s (see :meth:`show_history`).
+        self.history: list[Block] = []
 
     # -- patches ---------------------------------------------------------------------------------
 
@@ -132,43 +135,19 @@ class ViewReducer:
     def set_model(self, model: str) -> None:
         self._top(model=model)
 
+    def show_history(self, messages: list[Message]) -> None:
+        """The conversation so far (a resumed session), as finished blocks in :attr:`history`.
+
+        Not patches and not part of :attr:`state`: a view sends the history once, on its own
+        (the chat's ``history`` trait), so each later run writes only its own blocks."""
+        self.history = history_blocks(messages)
+
     def clear(self) -> None:
-        """A new conversation: every block goes."""
+        """A new conversation: every block goes, the history too."""
+        self.history = []
         for block in list(self.state["blocks"]):
             self._emit({"op": "remove", "id": block["id"]})
         self._top(status="idle", usage=None)
-
-    def show_history(self, messages: list[Message]) -> None:
-        """The conversation so far (a resumed session), as finished blocks."""
-        for i, message in enumerate(messages):
-            for j, block in enumerate(message.content):
-                key = f"h{i}.{j}"
-                if isinstance(block, TextBlock) and message.role == "user":
-                    self._emit({"op": "add", "block": {"id": key, "kind": "user", "text": block.text}})
-                elif isinstance(block, TextBlock):
-                    self._emit(
-                        {
-                            "op": "add",
-                            "block": {"id": key, "kind": "text", "text": block.text, "streaming": False},
-                        }
-                    )
-                elif isinstance(block, ToolCallBlock):
-                    result = next(
-                        (
-                            r
-                            for m in messages[i + 1 : i + 2]
-                            for r in m.tool_results
-                            if r.tool_call_id == block.id
-                        ),
-                        None,
-                    )
-                    tool = {
-                        "id": block.id, "kind": "tool", "name": block.name, "args": block.raw_arguments,
-                        "status": "failed" if result is None or result.is_error else "done",
-                        "duration": None, "result": result.content if result else None,
-                        "display": None, "permission": False,
-                    }  # fmt: skip
-                    self._emit({"op": "add", "block": tool})
 
     def add_error(self, code: str, message: str, hint: str = "", retryable: bool = False) -> None:
         self._emit(
@@ -319,6 +298,33 @@ class ViewReducer:
             pass
         else:
             assert_never(event)
+
+
+def history_blocks(messages: list[Message]) -> list[Block]:
+    """Saved messages as finished view blocks, in order (ids ``h{message}.{block}``; tool cards
+    keep their call's id)."""
+    blocks: list[Block] = []
+    for i, message in enumerate(messages):
+        # A call's result is in the message right after it.
+        results = {r.tool_call_id: r for r in messages[i + 1].tool_results} if i + 1 < len(messages) else {}
+        for j, block in enumerate(message.content):
+            key = f"h{i}.{j}"
+            if isinstance(block, TextBlock) and message.role == "user":
+                blocks.append({"id": key, "kind": "user", "text": block.text})
+            elif isinstance(block, TextBlock):
+                blocks.append({"id": key, "kind": "text", "text": block.text, "streaming": False})
+            elif isinstance(block, ToolCallBlock):
+                result = results.get(block.id)
+                status = (
+                    "failed" if result is None else "denied" if result.denied
+                    else "failed" if result.is_error else "done"
+                )  # fmt: skip
+                blocks.append({
+                    "id": block.id, "kind": "tool", "name": block.name, "args": block.raw_arguments,
+                    "status": status, "duration": None, "result": result.content if result else None,
+                    "display": None, "permission": False,
+                })  # fmt: skip
+    return blocks
 
 
 def plain_text(state: dict[str, Any]) -> str:

@@ -2,10 +2,11 @@
 // the kernel (the `state` trait plus `patches` messages, docs/widget-protocol.md), redraws at most
 // once per animation frame and only the blocks that changed, says hello until acknowledged, and
 // turns button clicks into actions. What a block looks like lives in blocks.js; the patch logic
-// in state.js; the chat's input box in chat.js.
+// in state.js; the chat's history (drawn in pages) in history.js; the chat's input box in chat.js.
 
 import { createBlockView } from "./blocks.js";
 import { formatCost, formatInt, h, setData, setText } from "./dom.js";
+import { HistoryView, historyBlocks } from "./history.js";
 import { Store } from "./state.js";
 
 /** How often `hello` is re-sent until the kernel acknowledges it (protocol: 500 ms). */
@@ -47,7 +48,16 @@ export class AgentView {
     this.frame = null;
     this.acked = false;
 
-    this.blocksEl = h("div", { class: "ipyagent-blocks" });
+    // The scrolling list: the history the chat opened on (drawn in pages, history.js), then the
+    // blocks of the view state, which patches keep current.
+    this.historyMarker = h("div", {
+      class: "ipyagent-history-more",
+      hidden: true,
+      text: "Loading earlier messages…",
+    });
+    this.historyEl = h("div", { class: "ipyagent-history" });
+    this.liveEl = h("div", { class: "ipyagent-live" });
+    this.blocksEl = h("div", { class: "ipyagent-blocks" }, this.historyMarker, this.historyEl, this.liveEl);
     this.emptyEl = h("div", { class: "ipyagent-empty" });
     this.footer = buildFooter(this);
     this.root = h(
@@ -60,6 +70,18 @@ export class AgentView {
     el.replaceChildren(this.root);
 
     this.store = new Store(model.get("state"));
+    this.history = new HistoryView({
+      scroller: this.blocksEl,
+      container: this.historyEl,
+      marker: this.historyMarker,
+      render: (block) => this.renderFinished(block),
+    });
+    this.history.show(historyBlocks(model.get("history")));
+    this.onHistory = () => {
+      this.history.show(historyBlocks(model.get("history")));
+      this.schedule();
+    };
+    model.on("change:history", this.onHistory);
     this.onState = () => {
       this.store.replace(model.get("state"));
       this.schedule();
@@ -155,6 +177,17 @@ export class AgentView {
     }
   }
 
+  /** The element of a history block, drawn once (history blocks never change). */
+  renderFinished(block) {
+    const view = createBlockView(block, this);
+    try {
+      view.update(block);
+    } catch (err) {
+      console.error("[ipyagent] could not render block", block, err);
+    }
+    return view.el;
+  }
+
   updateBlock(id) {
     const block = this.store.block(id);
     const view = this.views.get(id);
@@ -199,8 +232,8 @@ export class AgentView {
         this.views.set(id, view);
         changedIds.add(id);
       }
-      const expected = prev ? prev.nextSibling : this.blocksEl.firstChild;
-      if (expected !== view.el) this.blocksEl.insertBefore(view.el, expected);
+      const expected = prev ? prev.nextSibling : this.liveEl.firstChild;
+      if (expected !== view.el) this.liveEl.insertBefore(view.el, expected);
       prev = view.el;
     }
   }
@@ -209,7 +242,7 @@ export class AgentView {
     setData(this.root, "status", state.status);
     setData(this.root, "live", state.live ? "true" : "false");
     setData(this.root, "seq", state.seq);
-    const empty = state.blocks.length === 0;
+    const empty = state.blocks.length === 0 && this.history.length === 0;
     this.emptyEl.hidden = !empty;
     if (empty) setText(this.emptyEl, emptyText(this.options.kind, state.status));
   }
@@ -218,8 +251,10 @@ export class AgentView {
     this.destroyed = true;
     if (this.frame != null) cancelFrame(this.frame);
     this.stopHello();
+    this.history.stop();
     for (const { timer } of this.pendingActions.values()) clearTimeout(timer);
     this.model.off("change:state", this.onState);
+    this.model.off("change:history", this.onHistory);
     this.model.off("msg:custom", this.onMessage);
   }
 }

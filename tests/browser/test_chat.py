@@ -49,3 +49,38 @@ def test_chat_sends_streams_and_starts_over(page: Any, lab: Lab) -> None:
     )
     assert chat.locator(".ipyagent-block[data-kind=text]").last.inner_text().strip() == "Hello again."
     screenshot(page, "chat", "2-new-conversation")
+
+
+RESUMED = """
+from ipyagent import Agent
+from ipyagent.agentlib.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from ipyagent.testing import ScriptedModel
+from ipyagent.widgets import ChatWidget
+call = ToolCallBlock.from_raw(id="call_w", name="write_file", raw_arguments='{"path": "x"}')
+saved = []
+for i in range(1500):
+    answer = Message(role="assistant", content=(TextBlock(text=f"answer {i}"),))
+    saved += [Message.user(f"question {i}"), answer]
+saved += [
+    Message(role="assistant", content=(call,)),
+    Message(role="user", content=(
+        ToolResultBlock(tool_call_id="call_w", content="no", is_error=True, denied=True),
+    )),
+]
+ChatWidget(Agent(model=ScriptedModel(["ok"]), messages=saved))
+"""
+
+
+def test_a_resumed_chat_shows_its_latest_history_through_the_widget_manager(page: Any, lab: Lab) -> None:
+    name = write_notebook(lab, "resumed.ipynb", [RESUMED])
+    open_notebook(page, lab, name)
+    run_all(page)
+    wait_cell_done(page, 0, timeout=60_000)
+    chat = page.locator(".ipyagent-chat")
+    chat.wait_for(timeout=30_000)
+    chat.locator(".ipyagent-block[data-kind=tool]").last.wait_for(timeout=30_000)
+    assert chat.locator(".ipyagent-block[data-kind=tool] .ipyagent-badge").last.inner_text() == "denied"
+    assert "answer 1499" in chat.locator(".ipyagent-block[data-kind=text]").last.inner_text()
+    shown = chat.locator(".ipyagent-block").count()
+    assert 0 < shown < 3002, "the history is drawn in pages, not all at once"
+    screenshot(page, "chat", "3-resumed")

@@ -9,8 +9,16 @@ from ipyagent import Agent, RetryPolicy, tool
 from ipyagent.agentlib import events as ev
 from ipyagent.agentlib.errors import ProviderUnavailable
 from ipyagent.agentlib.usage import Usage
+from ipyagent.agentlib.messages import Message, TextBlock
 from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call
-from ipyagent.widgets.reducer import ViewReducer, apply_patch, merge_patches, new_state, plain_text
+from ipyagent.widgets.reducer import (
+    ViewReducer,
+    apply_patch,
+    history_blocks,
+    merge_patches,
+    new_state,
+    plain_text,
+)
 from ipyagent.widgets.transport import Throttle
 
 
@@ -188,3 +196,41 @@ def test_a_stopped_run_ends_every_streaming_block() -> None:
     assert reducer.state["status"] == "cancelled"
     assert [b["streaming"] for b in reducer.state["blocks"]] == [False, False]
     assert reducer.state["blocks"][1]["text"] == "half an ans", "stopping keeps what was streamed"
+
+
+async def test_a_denied_call_shows_as_denied_in_the_history_too() -> None:
+    # The same run shown live and rebuilt from its saved messages (a resumed chat): the tool
+    # cards must agree — the refused call is "denied", not a red "failed".
+    model = ScriptedModel(
+        [
+            tool_call("write", {"text": "x"}),
+            tool_call("write", {"text": "y"}),
+            tool_call("nope", {}),
+            "ok",
+        ]
+    )
+    agent = Agent(model=model, tools=[write])
+    decisions = iter(["allow", "deny"])
+    agent.on("permission_required", lambda e: agent.resolve_permission(e.call_id, next(decisions)))
+    live, _ = await reduce(agent, "write twice")
+    history = history_blocks(agent.messages)
+    statuses = [b["status"] for b in history if b["kind"] == "tool"]
+    assert statuses == [b["status"] for b in live.state["blocks"] if b["kind"] == "tool"]
+    assert statuses == ["done", "denied", "failed"]  # the unknown tool is a real failure
+
+
+async def test_a_call_nobody_could_answer_is_denied_in_the_history() -> None:
+    agent = Agent(model=ScriptedModel([tool_call("write", {"text": "x"}), "ok"]), tools=[write])
+    await agent.run("write")  # no handler for permission_required: nobody to ask
+    assert [b["status"] for b in history_blocks(agent.messages) if b["kind"] == "tool"] == ["denied"]
+
+
+def test_the_history_is_apart_from_the_state_and_a_new_conversation_clears_both() -> None:
+    messages = [Message.user("hi"), Message(role="assistant", content=(TextBlock(text="Hello."),))]
+    reducer = ViewReducer()
+    reducer.show_history(messages)
+    assert [(b["kind"], b["text"]) for b in reducer.history] == [("user", "hi"), ("text", "Hello.")]
+    assert reducer.state["blocks"] == [] and not reducer.has_pending, "no patches for the history"
+    reducer.add_user("more")
+    reducer.clear()
+    assert reducer.history == [] and reducer.state["blocks"] == []

@@ -379,7 +379,11 @@ def _message(message: Message, calls: dict[str, str]) -> dict[str, Any]:
         out["interrupted"] = True
     content = []
     for block in message.content:
-        data = {"type": block.type, **block.model_dump(mode="json", exclude_defaults=True)}
+        # `denied` is for the views; no provider sees it, so it is no part of the request.
+        data = {
+            "type": block.type,
+            **block.model_dump(mode="json", exclude_defaults=True, exclude={"denied"}),
+        }
         for key in ("id", "tool_call_id"):  # ids are the agent's, random: number them instead
             if key in data:
                 data[key] = calls.setdefault(data[key], f"call_{len(calls) + 1}")
