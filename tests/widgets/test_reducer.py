@@ -8,8 +8,8 @@ from typing import Any
 from ipyagent import Agent, RetryPolicy, tool
 from ipyagent.agentlib import events as ev
 from ipyagent.agentlib.errors import ProviderUnavailable
-from ipyagent.agentlib.usage import Usage
 from ipyagent.agentlib.messages import Message, TextBlock
+from ipyagent.agentlib.usage import Usage
 from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call
 from ipyagent.widgets.reducer import (
     ViewReducer,
