@@ -57,6 +57,9 @@ export class MarkdownStream {
       this.#line(text.slice(this.scan, nl), this.scan);
       this.scan = nl + 1;
     }
+    // What arrived in this update is highlighted or rendered as one batch, not line by line.
+    if (this.mode === "code") this.#highlightPending();
+    if (this.mode === "table") this.#flushRows();
     if (streaming) {
       this.#showOpen();
       return;
@@ -87,7 +90,7 @@ export class MarkdownStream {
   /** Close the open region at `end` (its rendering is final) and open a new one there. */
   #cut(end) {
     if (this.mode === "code") this.#closeCode(null);
-    else if (this.mode === "table") this.sink.tableClose();
+    else if (this.mode === "table") this.#closeTable();
     else if (this.text.slice(this.start, end).trim()) this.sink.freeze(markdownHtml(this.text.slice(this.start, end)));
     else this.sink.live("");
     this.#newRegion(end);
@@ -152,6 +155,9 @@ export class MarkdownStream {
     this.pending.push(line);
     this.pendingChars += line.length + 1;
     this.sink.codePending(`${line}\n`);
+  }
+
+  #highlightPending() {
     // Every pending line but the last is followed by another line of the block: its newline
     // belongs to the code. Highlight those as one batch.
     if (this.pending.length < 2 || this.pendingChars < this.retryAt) return;
@@ -180,6 +186,7 @@ export class MarkdownStream {
   #openTable(token, delim) {
     this.mode = "table";
     this.header = `${this.firstLine}\n${delim}\n`;
+    this.rows = ""; // rendered rows not handed to the sink yet
     this.sink.tableOpen(markdownHtml(this.header));
   }
 
@@ -187,11 +194,21 @@ export class MarkdownStream {
     const tokens = line.trim() ? lexBlocks(`${this.header}${line}\n`) : [];
     if (tokens.length === 1 && tokens[0].type === "table" && tokens[0].rows.length === 1) {
       const html = markdownHtml(`${this.header}${line}\n`);
-      this.sink.tableRow(html.slice(html.indexOf("<tbody>") + 7, html.lastIndexOf("</tbody>")));
+      this.rows += html.slice(html.indexOf("<tbody>") + 7, html.lastIndexOf("</tbody>"));
       return;
     }
     this.#cut(at);
     this.#line(line, at);
+  }
+
+  #flushRows() {
+    if (this.rows) this.sink.tableRow(this.rows);
+    this.rows = "";
+  }
+
+  #closeTable() {
+    this.#flushRows();
+    this.sink.tableClose();
   }
 
   // -- the open region ----------------------------------------------------------------------------
@@ -219,7 +236,7 @@ export class MarkdownStream {
       this.#closeCode(this.#isCloser(partial) ? null : partial);
     } else if (this.mode === "table") {
       if (partial) this.#tableLine(partial, this.scan);
-      if (this.mode === "table") this.sink.tableClose();
+      if (this.mode === "table") this.#closeTable();
       else this.#cut(this.text.length);
     } else {
       this.#cut(this.text.length);
