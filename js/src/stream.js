@@ -1,10 +1,11 @@
 // Streaming markdown in time proportional to what arrives. The text is cut into top-level regions
 // at points where the markdown lexer would end a block anyway; a finished region is rendered once
 // and never again. The open region is rendered by kind:
-//   a fenced code block: complete lines are highlighted once and appended (a batch is kept only
-//     when the highlighter ends it outside any string or comment, so the pieces join into
-//     exactly what highlighting the whole block gives); the rest shows as plain text for now;
-//   a table: each complete row is rendered once and appended to the body;
+//   a fenced code block: the complete lines each update brings are highlighted once, as one
+//     batch, and appended (a batch is kept only when the highlighter ends it outside any string
+//     or comment, so the pieces join into exactly what highlighting the whole block gives); the
+//     rest shows as plain text for now;
+//   a table: each complete row is rendered once; an update's rows are appended together;
 //   anything else (a paragraph, a list): re-rendered only when it has grown by half since the
 //     last time (amortized linear), the newest text shown as plain text in between.
 // DOM-free: it drives a `sink` (markdown.js applies it to the page; the tests build strings), and
