@@ -8,9 +8,10 @@ from the kernel's and the server's.
 
 For each shape (code block, table, list, one long paragraph, a mix) and size, it reports the
 main-thread time per KB streamed (Chromium's TaskDuration from CDP ``Performance.getMetrics``:
-script, style, layout and paint), the longest task (PerformanceObserver ``longtask``, which only
-sees tasks over 50 ms; and the longest animation-frame callback, where the view renders), the
-final render and the view's DOM node count. Prints a table, writes ``bench/results/browser.json``.
+script, style, layout and paint; and script, style and layout on their own), the longest task
+(PerformanceObserver ``longtask``, which only sees tasks over 50 ms; and the longest
+animation-frame callback, where the view renders), the final render and the view's DOM node count.
+Prints a table, writes ``bench/results/browser.json``.
 
     python bench/browser.py [--sizes 10,100,1000] [--rate 20] [--shapes code,table,...]
                             [--static DIR]   # bundles to load (to measure another build)
@@ -132,9 +133,13 @@ def chromium_page(url: str) -> Iterator[tuple[Any, Any]]:
             browser.close()
 
 
-def main_thread_seconds(cdp: Any) -> float:
+# Chromium's cumulative main-thread seconds: all tasks, and the script, style and layout in them.
+METRICS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration")
+
+
+def main_thread_seconds(cdp: Any) -> dict[str, float]:
     metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
-    return float(metrics["TaskDuration"])
+    return {name: float(metrics[name]) for name in METRICS}
 
 
 # -- the texts that stream ------------------------------------------------------------------------
@@ -295,7 +300,9 @@ def stream_case(page: Any, cdp: Any, text: str, *, rate_kb: float, max_lag: floa
     result: dict[str, Any] = page.evaluate(
         STREAM_JS, {"text": text, "chunk": chunk, "interval": INTERVAL_MS, "maxLag": max_lag}
     )
-    result["busy"] = main_thread_seconds(cdp) - before
+    after = main_thread_seconds(cdp)
+    result.update({name: after[name] - before[name] for name in METRICS})
+    result["busy"] = result["TaskDuration"]
     return result
 
 
@@ -318,6 +325,9 @@ def bench_run_view(
                         round(r["wall"], 1),
                         round(100 * r["busy"] / max(r["wall"], 1e-9)),
                         round(1000 * r["busy"] / max(kb, 1e-9), 2),
+                        round(1000 * r["ScriptDuration"] / max(kb, 1e-9), 2),
+                        round(1000 * r["RecalcStyleDuration"] / max(kb, 1e-9), 2),
+                        round(1000 * r["LayoutDuration"] / max(kb, 1e-9), 2),
                         round(max(r["longtasks"], default=0)),
                         len(r["longtasks"]),
                         round(r["maxFrame"], 1),
@@ -336,6 +346,9 @@ RUN_VIEW_COLUMNS = [
     "wall s",
     "busy %",
     "main ms/KB",
+    "script ms/KB",
+    "style ms/KB",
+    "layout ms/KB",
     "longest task ms",
     "tasks >50ms",
     "longest frame ms",

@@ -30,6 +30,8 @@ __all__ = [
 
 Patch = dict[str, Any]
 Block = dict[str, Any]
+# A tool card in one of these when its run ends will never hear of its call again.
+UNFINISHED_TOOL = ("streaming", "waiting", "running")
 
 
 def new_state() -> dict[str, Any]:
@@ -105,10 +107,13 @@ class ViewReducer:
 
     def _end_streaming(self) -> None:
         """A run that ends (Stop, an error) sends no TextEnd/ThinkingEnd for the text it was
-        streaming: finish those blocks here, or the view keeps their caret for good."""
+        streaming, nor a result for a tool call it was preparing or waiting on: finish those
+        blocks here, or the view keeps their caret or their "preparing…" for good."""
         for block in self.state["blocks"]:
             if block.get("streaming"):
                 self._set(block["id"], streaming=False)
+            if block.get("kind") == "tool" and block.get("status") in UNFINISHED_TOOL:
+                self._set(block["id"], status="stopped", permission=False)
 
     @property
     def has_pending(self) -> bool:

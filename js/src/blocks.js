@@ -74,6 +74,7 @@ const TOOL_STATUS_TEXT = {
   done: "done",
   failed: "failed",
   denied: "denied",
+  stopped: "stopped",
 };
 
 function toolBlock(block, ctx) {

@@ -148,8 +148,14 @@ export function highlightSegment(code, lang) {
   return { html: escapeHtml(code), clean: true };
 }
 
-/** Applies a MarkdownStream's output to an element: finished HTML goes in place, sanitized, once;
- * the open region lives in a tail element that goes when the text is complete. */
+/** Highlighted HTML a streaming code block gathers in one part before it starts another. */
+const CODE_PART = 8192;
+
+/** Applies a MarkdownStream's output to an element: finished HTML goes in place, sanitized, once.
+ * An open paragraph or list lives in a tail element that goes when the text is complete; an open
+ * code block or table is built where it will stay (moving it at the end would lay it all out
+ * again). The browser's work per frame follows what changed: a code block grows by parts that
+ * are blocks of their own (each lays out on its own), unwrapped once when the block closes. */
 class DomSink {
   constructor(el) {
     this.el = el;
@@ -158,7 +164,6 @@ class DomSink {
   reset() {
     this.el.replaceChildren();
     this.tail = null;
-    this.nodes = null; // the open code block's or table's top-level nodes
   }
 
   #tail() {
@@ -174,7 +179,6 @@ class DomSink {
     if (this.tail) this.tail.before(...nodes);
     else this.el.append(...nodes);
     this.tail?.replaceChildren();
-    this.nodes = null;
   }
 
   freeze(html) {
@@ -195,13 +199,14 @@ class DomSink {
 
   codeOpen(shellHtml) {
     const frag = sanitizedFragment(shellHtml);
-    this.nodes = [...frag.childNodes];
     this.code = frag.querySelector("code");
+    this.part = null;
+    this.partSize = 0;
     this.pending = this.el.ownerDocument.createElement("span");
     this.partial = this.el.ownerDocument.createTextNode("");
     this.pending.append(this.partial);
     this.code.append(this.pending);
-    this.#tail().replaceChildren(frag);
+    this.#settle([frag]);
   }
 
   codePending(text) {
@@ -209,7 +214,14 @@ class DomSink {
   }
 
   codeHtml(html, rest) {
-    this.pending.before(sanitizedFragment(html));
+    if (!this.part || this.partSize > CODE_PART) {
+      this.part = this.el.ownerDocument.createElement("span");
+      this.part.className = "ipyagent-code-part";
+      this.pending.before(this.part);
+      this.partSize = 0;
+    }
+    this.part.append(sanitizedFragment(html));
+    this.partSize += html.length;
     this.pending.replaceChildren(rest, this.partial);
   }
 
@@ -219,15 +231,17 @@ class DomSink {
 
   codeClose(html) {
     this.pending.replaceWith(sanitizedFragment(html));
-    this.#settle(this.nodes);
+    for (const part of this.code.querySelectorAll(":scope > .ipyagent-code-part")) {
+      part.replaceWith(...part.childNodes);
+    }
+    this.code = this.part = this.pending = this.partial = null;
   }
 
   tableOpen(html) {
     const frag = sanitizedFragment(html);
-    this.nodes = [...frag.childNodes];
     this.table = frag.querySelector("table");
     this.tbody = null;
-    this.#tail().replaceChildren(frag);
+    this.#settle([frag]);
   }
 
   tableRow(html) {
@@ -240,7 +254,7 @@ class DomSink {
   }
 
   tableClose() {
-    this.#settle(this.nodes);
+    this.table = this.tbody = null;
   }
 
   done() {

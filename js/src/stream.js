@@ -1,10 +1,11 @@
 // Streaming markdown in time proportional to what arrives. The text is cut into top-level regions
 // at points where the markdown lexer would end a block anyway; a finished region is rendered once
 // and never again. The open region is rendered by kind:
-//   a fenced code block: complete lines are highlighted once and appended (a batch is kept only
-//     when the highlighter ends it outside any string or comment, so the pieces join into
-//     exactly what highlighting the whole block gives); the rest shows as plain text for now;
-//   a table: each complete row is rendered once and appended to the body;
+//   a fenced code block: the complete lines each update brings are highlighted once, as one
+//     batch, and appended (a batch is kept only when the highlighter ends it outside any string
+//     or comment, so the pieces join into exactly what highlighting the whole block gives); the
+//     rest shows as plain text for now;
+//   a table: each complete row is rendered once; an update's rows are appended together;
 //   anything else (a paragraph, a list): re-rendered only when it has grown by half since the
 //     last time (amortized linear), the newest text shown as plain text in between.
 // DOM-free: it drives a `sink` (markdown.js applies it to the page; the tests build strings), and
@@ -57,6 +58,9 @@ export class MarkdownStream {
       this.#line(text.slice(this.scan, nl), this.scan);
       this.scan = nl + 1;
     }
+    // What arrived in this update is highlighted or rendered as one batch, not line by line.
+    if (this.mode === "code") this.#highlightPending();
+    if (this.mode === "table") this.#flushRows();
     if (streaming) {
       this.#showOpen();
       return;
@@ -87,7 +91,7 @@ export class MarkdownStream {
   /** Close the open region at `end` (its rendering is final) and open a new one there. */
   #cut(end) {
     if (this.mode === "code") this.#closeCode(null);
-    else if (this.mode === "table") this.sink.tableClose();
+    else if (this.mode === "table") this.#closeTable();
     else if (this.text.slice(this.start, end).trim()) this.sink.freeze(markdownHtml(this.text.slice(this.start, end)));
     else this.sink.live("");
     this.#newRegion(end);
@@ -152,6 +156,9 @@ export class MarkdownStream {
     this.pending.push(line);
     this.pendingChars += line.length + 1;
     this.sink.codePending(`${line}\n`);
+  }
+
+  #highlightPending() {
     // Every pending line but the last is followed by another line of the block: its newline
     // belongs to the code. Highlight those as one batch.
     if (this.pending.length < 2 || this.pendingChars < this.retryAt) return;
@@ -180,6 +187,7 @@ export class MarkdownStream {
   #openTable(token, delim) {
     this.mode = "table";
     this.header = `${this.firstLine}\n${delim}\n`;
+    this.rows = ""; // rendered rows not handed to the sink yet
     this.sink.tableOpen(markdownHtml(this.header));
   }
 
@@ -187,11 +195,21 @@ export class MarkdownStream {
     const tokens = line.trim() ? lexBlocks(`${this.header}${line}\n`) : [];
     if (tokens.length === 1 && tokens[0].type === "table" && tokens[0].rows.length === 1) {
       const html = markdownHtml(`${this.header}${line}\n`);
-      this.sink.tableRow(html.slice(html.indexOf("<tbody>") + 7, html.lastIndexOf("</tbody>")));
+      this.rows += html.slice(html.indexOf("<tbody>") + 7, html.lastIndexOf("</tbody>"));
       return;
     }
     this.#cut(at);
     this.#line(line, at);
+  }
+
+  #flushRows() {
+    if (this.rows) this.sink.tableRow(this.rows);
+    this.rows = "";
+  }
+
+  #closeTable() {
+    this.#flushRows();
+    this.sink.tableClose();
   }
 
   // -- the open region ----------------------------------------------------------------------------
@@ -219,7 +237,7 @@ export class MarkdownStream {
       this.#closeCode(this.#isCloser(partial) ? null : partial);
     } else if (this.mode === "table") {
       if (partial) this.#tableLine(partial, this.scan);
-      if (this.mode === "table") this.sink.tableClose();
+      if (this.mode === "table") this.#closeTable();
       else this.#cut(this.text.length);
     } else {
       this.#cut(this.text.length);

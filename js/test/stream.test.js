@@ -160,6 +160,30 @@ describe("streaming work is proportional to what arrives", () => {
     if (shape === "list") return "- item *x*\n".repeat(n);
     return "Word **bold** and more. ".repeat(n);
   };
+  test("what one update brings to a code block or table reaches the page in one piece", () => {
+    // Each piece handed out is sanitized and laid out on its own: per line, a fast stream of
+    // short lines would cost a browser task per line.
+    for (const [shape, method] of [
+      ["code", "codeHtml"],
+      ["table", "tableRow"],
+    ]) {
+      const text = big(shape, 2000);
+      const sink = new StringSink();
+      let pieces = 0;
+      const inner = sink[method].bind(sink);
+      sink[method] = (...args) => {
+        pieces++;
+        inner(...args);
+      };
+      const stream = new MarkdownStream(sink);
+      let updates = 0;
+      for (let at = 0; at < text.length; at += 2000, updates++) stream.update(text.slice(0, at + 2000), true);
+      stream.update(text, false);
+      assert.ok(pieces <= updates + 1, `${shape}: ${pieces} pieces for ${updates} updates`);
+      assert.equal(sink.html, markdownHtml(text));
+    }
+  });
+
   for (const shape of ["code", "table", "list", "paragraph"]) {
     test(shape, () => {
       // Re-rendering the open region on every update would cost ~n²/chunk; the budget is linear.

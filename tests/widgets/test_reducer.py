@@ -198,6 +198,26 @@ def test_a_stopped_run_ends_every_streaming_block() -> None:
     assert reducer.state["blocks"][1]["text"] == "half an ans", "stopping keeps what was streamed"
 
 
+def test_a_stopped_run_stops_the_tool_calls_it_was_preparing_or_waiting_on() -> None:
+    reducer = ViewReducer()
+    for event in [
+        ev.RunStarted(run_id="r", model="m", prompt="p"),
+        ev.RequestStarted(turn=1, model="m"),
+        ev.ToolCallStart(index=0, call_id="a", name="lookup"),
+        ev.ToolCallDelta(call_id="a", delta='{"key": "x"}'),
+        ev.ToolCallEnd(call_id="a", name="lookup", arguments={"key": "x"}, raw_arguments='{"key": "x"}'),
+        ev.PermissionRequired(call_id="a", name="lookup", arguments={"key": "x"}),
+        ev.ToolCallStart(index=1, call_id="b", name="write"),
+        ev.ToolCallDelta(call_id="b", delta='{"te'),
+        ev.RunCancelled(run_id="r", usage=Usage()),
+    ]:
+        reducer.feed(event)
+    tools = {b["id"]: b for b in reducer.state["blocks"]}
+    assert [tools[i]["status"] for i in "ab"] == ["stopped", "stopped"]
+    assert tools["a"]["permission"] is False, "no prompt is left waiting for a decision"
+    assert tools["b"]["args"] == '{"te', "stopping keeps the arguments that arrived"
+
+
 async def test_a_denied_call_shows_as_denied_in_the_history_too() -> None:
     # The same run shown live and rebuilt from its saved messages (a resumed chat): the tool
     # cards must agree — the refused call is "denied", not a red "failed".
