@@ -34,21 +34,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from _chromium import CHROMIUM, FLAGS
 from _report import report
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "ipyagent" / "widgets" / "static"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 INTERVAL_MS = 50  # the kernel sends at most one patches message per ~50 ms
 
 # -- a page with the bundled views and a stand-in model (shared with bench/browser_chat.py) --------

@@ -27,24 +27,13 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
+from _chromium import CHROMIUM, FLAGS
 from _report import report
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ORIGIN = "http://bench.invalid"
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
