@@ -34,7 +34,7 @@ from _report import report
 from ipyagent import Agent, tool
 from ipyagent.agentlib.local_models import DEFAULT_MODELS, resolve_local_model
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.providers.base import ModelRequest, TextChunk
+from ipyagent.agentlib.model import ModelRequest, TextChunk
 from ipyagent.agentlib.providers.local import LocalModel
 
 

@@ -22,7 +22,7 @@ import tracemalloc
 from _report import report
 
 from ipyagent import Agent, tool
-from ipyagent.agentlib.providers.base import ModelRequest
+from ipyagent.agentlib.model import ModelRequest
 from ipyagent.testing import ScriptedModel, text, tool_call, usage
 
 

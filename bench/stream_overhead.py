@@ -95,7 +95,7 @@ def _provider(base_url: str) -> object:
 
 async def adapter(base_url: str) -> int:
     from ipyagent.agentlib.messages import Message
-    from ipyagent.agentlib.providers.base import ModelRequest
+    from ipyagent.agentlib.model import ModelRequest
 
     provider = _provider(base_url)
     request = ModelRequest(model="bench", messages=[Message.user("hi")])

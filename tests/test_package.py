@@ -34,22 +34,42 @@ def test_the_core_runs_a_scripted_agent_without_ipython() -> None:
     assert not loaded & {"IPython", "ipykernel", "ipywidgets", "anywidget"}
 
 
+def imports_of(path: Path) -> list[str]:
+    """Every module ``path`` imports, relative imports resolved against its package."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level]
+                base = ".".join((*package, base)) if base else ".".join(package)
+            found.append(base)
+    return found
+
+
 def test_agentlib_never_imports_the_layers_above_it() -> None:
     forbidden = ("IPython", "ipykernel", "ipywidgets", "anywidget", "ipyagent.kernel", "ipyagent.widgets")
-    offenders = []
-    for path in (PACKAGE / "agentlib").rglob("*.py"):
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:  # relative: resolve against the module's package
-                    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level]
-                    base = ".".join((*package, base)) if base else ".".join(package)
-                names = [base]
-            offenders += [f"{path.name}: {n}" for n in names if n.startswith(forbidden)]
+    offenders = [
+        f"{path.name}: {name}"
+        for path in (PACKAGE / "agentlib").rglob("*.py")
+        for name in imports_of(path)
+        if name.startswith(forbidden)
+    ]
+    assert offenders == []
+
+
+def test_the_core_owns_the_model_types_and_reaches_providers_only_to_resolve_a_model() -> None:
+    # Providers depend on the core (agentlib/model.py), not the other way round; a model id is
+    # turned into a provider in the two registries.
+    resolvers = {"endpoints.py", "local_models.py"}
+    offenders = [
+        f"{path.name}: {name}"
+        for path in (PACKAGE / "agentlib").glob("*.py")
+        for name in imports_of(path)
+        if name.startswith("ipyagent.agentlib.providers") and path.name not in resolvers
+    ]
     assert offenders == []
 
 

@@ -32,7 +32,7 @@ from .messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from .providers.base import ModelRequest, ModelSettings, Provider, ToolSpec
+from .model import ModelRequest, ModelSettings, Provider, ToolSpec
 from .result import RunResult
 from .retry import RetryPolicy
 from .sessions import Session, SessionWarning

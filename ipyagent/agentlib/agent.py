@@ -41,8 +41,8 @@ from .errors import UserError
 from .events import AgentEvent, Decision, Warning
 from .hooks import Hooks
 from .messages import Message
+from .model import ModelSettings, Provider, ThinkingLevel, ToolSpec
 from .project_context import ProjectContext, load_project_context
-from .providers.base import ModelSettings, Provider, ThinkingLevel, ToolSpec
 from .result import RunResult
 from .retry import RetryPolicy
 from .run import AgentRun

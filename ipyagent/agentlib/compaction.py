@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from .errors import AgentError, ErrorInfo
 from .events import CompactionCompleted, CompactionStarted, Warning
 from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
-from .providers.base import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport, open_stream
+from .model import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport, open_stream
 from .redact import redact_text
 from .retry import RetryPolicy, wait_before_retry
 from .usage import CHARS_PER_TOKEN, Usage

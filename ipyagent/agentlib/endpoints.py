@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from .errors import UserError
-from .providers.base import Provider
+from .model import Provider
 from .redact import redact_url
 
 if TYPE_CHECKING:

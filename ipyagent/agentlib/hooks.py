@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .messages import Message
-from .providers.base import ModelRequest
+from .model import ModelRequest
 
 __all__ = ["BlockToolCall", "Hooks", "ToolCallInfo"]
 

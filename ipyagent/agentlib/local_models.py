@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from .errors import UserError
 
 if TYPE_CHECKING:
-    from .providers.base import Provider
+    from .model import Provider
 
 __all__ = [
     "DEFAULT_MODELS",

@@ -34,7 +34,7 @@ from .events import (
     ToolCallStart,
 )
 from .messages import ContentBlock, FinishReason, Message, TextBlock, ThinkingBlock, ToolCallBlock, new_id
-from .providers.base import (
+from .model import (
     PartKey,
     ProviderEvent,
     ResponseEnd,

@@ -44,8 +44,8 @@ from .events import (
 )
 from .hooks import BlockToolCall, ToolCallInfo, call_hook, hook_name
 from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
+from .model import ModelRequest, Provider, open_stream
 from .parts import PartsAssembler
-from .providers.base import ModelRequest, Provider, open_stream
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .result import RunResult
 from .retry import wait_before_retry

@@ -15,8 +15,8 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 
+from .model import ToolSpec
 from .project_context import ProjectContext
-from .providers.base import ToolSpec
 
 __all__ = ["IDENTITY", "build_system_prompt"]
 

@@ -27,7 +27,7 @@ from pydantic.json_schema import PydanticJsonSchemaWarning
 
 from .docstrings import parse_docstring
 from .errors import UserError
-from .providers.base import ToolSpec
+from .model import ToolSpec
 
 __all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "tool"]
 

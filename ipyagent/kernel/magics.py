@@ -30,7 +30,7 @@ from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_availab
 if TYPE_CHECKING:
     from ..agentlib.agent import Agent
     from ..agentlib.errors import ErrorInfo
-    from ..agentlib.providers.base import Provider
+    from ..agentlib.model import Provider
     from ..agentlib.result import RunResult
     from .runner import Renderer
 
@@ -216,7 +216,7 @@ class AgentMagics(Magics):
         self.state.say_once(f"model:{model_id}", f"ipyagent: using {model_id} (change with %agent model ID)")
 
     def _resolve_model(self, requested: str | None, *, default: bool = True) -> str | Provider | None:
-        from ..agentlib.providers.base import Provider
+        from ..agentlib.model import Provider
 
         value = requested or self.state.model or self.model or os.environ.get("IPYAGENT_MODEL")
         if value is None and default:
@@ -328,7 +328,7 @@ class AgentMagics(Magics):
 
     def _cmd_model(self, rest: list[str]) -> None:
         from ..agentlib.agent import Agent
-        from ..agentlib.providers.base import Provider
+        from ..agentlib.model import Provider
 
         if rest:
             from .replay import replay_mode

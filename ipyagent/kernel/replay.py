@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # the agent core loads at the first %%agent, not at %load_ext
-    from ..agentlib.providers.base import Provider
+    from ..agentlib.model import Provider
     from ..agentlib.providers.replay import Cassette, ReplayModel
 
 __all__ = [

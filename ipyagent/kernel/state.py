@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.agent import Agent
     from ..agentlib.background import BackgroundLoop
     from ..agentlib.hooks import Hooks
-    from ..agentlib.providers.base import Provider
+    from ..agentlib.model import Provider
 
 __all__ = ["KernelState", "kernel_hooks"]
 

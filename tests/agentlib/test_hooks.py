@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ipyagent import Agent, BlockToolCall, Hooks, ToolCallInfo, tool
-from ipyagent.agentlib.providers.base import ModelRequest
+from ipyagent.agentlib.model import ModelRequest
 from ipyagent.testing import ScriptedModel, tool_call
 
 ran: list[int] = []

@@ -464,7 +464,7 @@ async def test_a_failed_first_turn_leaves_a_transcript_the_next_run_continues() 
 
 
 async def test_a_paused_turn_is_continued() -> None:
-    from ipyagent.agentlib.providers.base import ResponseEnd
+    from ipyagent.agentlib.model import ResponseEnd
 
     class Pausing(ScriptedModel):
         async def stream(self, request: Any) -> Any:

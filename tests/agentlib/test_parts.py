@@ -23,8 +23,7 @@ from ipyagent.agentlib.events import (
     ToolCallStart,
 )
 from ipyagent.agentlib.messages import TextBlock, ThinkingBlock, ToolCallBlock
-from ipyagent.agentlib.parts import PartsAssembler
-from ipyagent.agentlib.providers.base import (
+from ipyagent.agentlib.model import (
     ProviderEvent,
     ResponseEnd,
     TextChunk,
@@ -32,6 +31,7 @@ from ipyagent.agentlib.providers.base import (
     ToolCallChunk,
     UsageReport,
 )
+from ipyagent.agentlib.parts import PartsAssembler
 from ipyagent.agentlib.usage import Usage
 
 

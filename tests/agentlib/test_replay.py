@@ -16,7 +16,7 @@ from ipyagent import Agent, tool
 from ipyagent.agentlib.endpoints import provider_for
 from ipyagent.agentlib.errors import AuthenticationError, ProviderError, RateLimitError
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.providers.base import ModelRequest, Provider, ProviderEvent, ToolSpec
+from ipyagent.agentlib.model import ModelRequest, Provider, ProviderEvent, ToolSpec
 from ipyagent.agentlib.providers.replay import CassetteWarning, ReplayModel, normalize_request
 from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from ipyagent import Agent, tool
+from ipyagent.agentlib.model import ToolSpec
 from ipyagent.agentlib.project_context import load_project_context, parse_frontmatter
-from ipyagent.agentlib.providers.base import ToolSpec
 from ipyagent.agentlib.system_prompt import build_system_prompt
 from ipyagent.testing import ScriptedModel, tool_call
 

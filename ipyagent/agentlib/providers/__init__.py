@@ -1,6 +1,6 @@
 """Model providers: the :class:`Provider` protocol and its adapters (one module per wire format)."""
 
-from .base import (
+from ..model import (
     ModelRequest,
     ModelSettings,
     Provider,

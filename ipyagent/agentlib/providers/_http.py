@@ -43,6 +43,7 @@ from ..errors import (
     TransportError,
     UserError,
 )
+from ..model import ProviderEvent
 from ..redact import (
     MASK,
     MIN_SECRET_LEN,
@@ -53,7 +54,6 @@ from ..redact import (
     split_userinfo,
     url_secrets,
 )
-from .base import ProviderEvent
 
 __all__ = [
     "DEFAULT_TIMEOUT",

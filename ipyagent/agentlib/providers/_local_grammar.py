@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from .base import ModelRequest, ToolSpec
+from ..model import ModelRequest, ToolSpec
 
 __all__ = [
     "AfterResults",

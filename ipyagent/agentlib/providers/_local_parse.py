@@ -14,8 +14,8 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..model import ProviderEvent, TextChunk, ThinkingChunk, ToolCallChunk
 from ._think_tags import Piece, ThinkTagSplitter
-from .base import ProviderEvent, TextChunk, ThinkingChunk, ToolCallChunk
 
 __all__ = ["AnswerDecoder", "ParsedCall", "ReplyReader", "ToolTextParser"]
 

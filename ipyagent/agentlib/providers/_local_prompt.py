@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ProviderError
 from ..messages import ImageBlock, Message, TextBlock, ToolCallBlock
-from .base import ModelRequest, ToolSpec
+from ..model import ModelRequest, ToolSpec
 
 __all__ = ["ANSWER_OPENER", "render_prompt"]
 

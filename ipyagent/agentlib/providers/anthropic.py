@@ -23,10 +23,7 @@ from ..messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ..usage import Usage
-from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
-from ._sse import SSEDecoder, SSEEvent
-from .base import (
+from ..model import (
     EventBatch,
     ModelRequest,
     ProviderEvent,
@@ -36,6 +33,9 @@ from .base import (
     ToolCallChunk,
     UsageReport,
 )
+from ..usage import Usage
+from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
+from ._sse import SSEDecoder, SSEEvent
 
 __all__ = ["AnthropicProvider", "AnthropicStreamParser", "build_request", "thinking_budget"]
 

@@ -1,6 +1,6 @@
 """The embedded model: llama-cpp-python running a GGUF file inside this process.
 
-:class:`LocalModel` is a :class:`~ipyagent.agentlib.providers.base.Provider` with no network and
+:class:`LocalModel` is a :class:`~ipyagent.agentlib.model.Provider` with no network and
 no key. What stands in for a wire format here is split by concern:
 
 - :mod:`._local_prompt`: the transcript rendered with the model's own chat template
@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal
 
 from ..errors import ContextOverflowError, ProviderError
 from ..messages import FinishReason
+from ..model import ModelRequest, ProviderEvent, ResponseEnd, ToolSpec, UsageReport
 from ..usage import Usage
 from ._local_grammar import (
     AfterResults,
@@ -46,7 +47,6 @@ from ._local_llama import INSTALL_HINT, Done, Job, import_llama, piece, tokenize
 from ._local_llama import load as load_model
 from ._local_parse import ParsedCall, ReplyReader, ToolTextParser
 from ._local_prompt import ANSWER_OPENER, render_prompt
-from .base import ModelRequest, ProviderEvent, ResponseEnd, ToolSpec, UsageReport
 
 __all__ = [
     "INSTALL_HINT",

@@ -23,11 +23,11 @@ from ..messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
+from ..model import EventBatch, ModelRequest, ProviderEvent, ResponseEnd, ToolCallChunk, UsageReport
 from ..usage import Usage
 from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import NDJSONDecoder
 from ._think_tags import ThinkTagSplitter
-from .base import EventBatch, ModelRequest, ProviderEvent, ResponseEnd, ToolCallChunk, UsageReport
 
 __all__ = ["OllamaProvider", "OllamaStreamParser", "build_request"]
 

@@ -19,11 +19,11 @@ from typing import Any, Literal
 
 from ..errors import ProtocolError
 from ..messages import FinishReason, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from ..model import EventBatch, ModelRequest, ProviderEvent, ResponseEnd, ToolCallChunk, UsageReport
 from ..usage import Usage
 from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import SSEDecoder, SSEEvent
 from ._think_tags import ThinkTagSplitter
-from .base import EventBatch, ModelRequest, ProviderEvent, ResponseEnd, ToolCallChunk, UsageReport
 
 __all__ = ["OpenAIDialect", "OpenAIProvider", "OpenAIStreamParser", "build_request"]
 

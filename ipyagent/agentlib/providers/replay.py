@@ -44,9 +44,9 @@ from typing import Any, Literal
 from .. import errors as _errors
 from ..errors import AgentError, ErrorInfo, ProviderError, UserError
 from ..messages import Message
+from ..model import PROVIDER_EVENT_ADAPTER, ModelRequest, Provider, ProviderEvent, open_stream
 from ..redact import known_secrets, map_strings, redact, redact_strings
 from ..retry import wait_before_retry
-from .base import PROVIDER_EVENT_ADAPTER, ModelRequest, Provider, ProviderEvent, open_stream
 
 __all__ = ["Cassette", "CassetteWarning", "Recording", "ReplayMode", "ReplayModel", "normalize_request"]
 

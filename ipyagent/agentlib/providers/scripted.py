@@ -26,8 +26,7 @@ from typing_extensions import assert_never
 
 from ..errors import AgentError, UserError
 from ..messages import FinishReason
-from ..usage import CHARS_PER_TOKEN, Usage, estimate_tokens
-from .base import (
+from ..model import (
     ModelRequest,
     ProviderEvent,
     ResponseEnd,
@@ -36,6 +35,7 @@ from .base import (
     ToolCallChunk,
     UsageReport,
 )
+from ..usage import CHARS_PER_TOKEN, Usage, estimate_tokens
 
 __all__ = [
     "Fail",

@@ -9,14 +9,7 @@ from pathlib import Path
 import pytest
 
 from ipyagent.agentlib.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
-from ipyagent.agentlib.providers._local_grammar import (
-    answer_grammar,
-    called_by_name,
-    names_a_tool,
-    tool_grammar,
-)
-from ipyagent.agentlib.providers._local_parse import AnswerDecoder, ReplyReader
-from ipyagent.agentlib.providers.base import (
+from ipyagent.agentlib.model import (
     ModelRequest,
     ModelSettings,
     ProviderEvent,
@@ -25,6 +18,13 @@ from ipyagent.agentlib.providers.base import (
     ToolCallChunk,
     ToolSpec,
 )
+from ipyagent.agentlib.providers._local_grammar import (
+    answer_grammar,
+    called_by_name,
+    names_a_tool,
+    tool_grammar,
+)
+from ipyagent.agentlib.providers._local_parse import AnswerDecoder, ReplyReader
 from ipyagent.agentlib.providers.local import LocalModel
 
 WEATHER = ToolSpec(

@@ -9,8 +9,8 @@ import pytest
 
 from ipyagent.agentlib.errors import UserError
 from ipyagent.agentlib.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from ipyagent.agentlib.model import ModelRequest, ModelSettings, ToolSpec
 from ipyagent.agentlib.providers._local_llama import import_llama
-from ipyagent.agentlib.providers.base import ModelRequest, ModelSettings, ToolSpec
 from ipyagent.agentlib.providers.local import (
     ParsedCall,
     ToolTextParser,

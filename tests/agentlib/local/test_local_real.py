@@ -11,8 +11,8 @@ import pytest
 
 from ipyagent import Agent, tool
 from ipyagent.agentlib.messages import Message
+from ipyagent.agentlib.model import ModelRequest, TextChunk
 from ipyagent.agentlib.providers._local_llama import load
-from ipyagent.agentlib.providers.base import ModelRequest, TextChunk
 from ipyagent.agentlib.providers.local import LocalModel
 
 

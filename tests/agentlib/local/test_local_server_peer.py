@@ -24,7 +24,7 @@ import pytest
 
 from ipyagent import Agent, tool
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.providers.base import ModelRequest, ModelSettings, TextChunk, UsageReport
+from ipyagent.agentlib.model import ModelRequest, ModelSettings, TextChunk, UsageReport
 from ipyagent.agentlib.providers.openai import OpenAIProvider
 
 

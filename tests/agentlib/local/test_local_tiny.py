@@ -12,8 +12,7 @@ import pytest
 from ipyagent import Agent
 from ipyagent.agentlib.errors import ContextOverflowError
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.providers._local_llama import load
-from ipyagent.agentlib.providers.base import (
+from ipyagent.agentlib.model import (
     ModelRequest,
     ModelSettings,
     ProviderEvent,
@@ -22,6 +21,7 @@ from ipyagent.agentlib.providers.base import (
     ToolSpec,
     UsageReport,
 )
+from ipyagent.agentlib.providers._local_llama import load
 from ipyagent.agentlib.providers.local import LocalModel, tool_grammar
 
 

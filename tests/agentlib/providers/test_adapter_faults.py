@@ -41,9 +41,9 @@ from ipyagent.agentlib.errors import (
     TransportError,
 )
 from ipyagent.agentlib.messages import Message
+from ipyagent.agentlib.model import ModelRequest
 from ipyagent.agentlib.providers._http import HTTPProvider
 from ipyagent.agentlib.providers.anthropic import AnthropicProvider
-from ipyagent.agentlib.providers.base import ModelRequest
 from ipyagent.agentlib.providers.ollama import OllamaProvider
 from ipyagent.agentlib.providers.openai import OpenAIProvider
 

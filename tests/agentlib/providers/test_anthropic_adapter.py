@@ -31,12 +31,12 @@ from ipyagent.agentlib.messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
+from ipyagent.agentlib.model import ModelRequest, ModelSettings, TextChunk, ThinkingChunk
 from ipyagent.agentlib.providers.anthropic import (
     AnthropicProvider,
     AnthropicStreamParser,
     build_request,
 )
-from ipyagent.agentlib.providers.base import ModelRequest, ModelSettings, TextChunk, ThinkingChunk
 
 
 def parse(data: bytes) -> list:  # type: ignore[type-arg]

@@ -32,10 +32,7 @@ from wire_transcripts import (
 )
 
 from ipyagent.agentlib.errors import AgentError
-from ipyagent.agentlib.providers._http import parse_json
-from ipyagent.agentlib.providers._sse import NDJSONDecoder, SSEDecoder
-from ipyagent.agentlib.providers.anthropic import AnthropicStreamParser
-from ipyagent.agentlib.providers.base import (
+from ipyagent.agentlib.model import (
     EventBatch,
     ProviderEvent,
     ResponseEnd,
@@ -44,6 +41,9 @@ from ipyagent.agentlib.providers.base import (
     ToolCallChunk,
     coalesce,
 )
+from ipyagent.agentlib.providers._http import parse_json
+from ipyagent.agentlib.providers._sse import NDJSONDecoder, SSEDecoder
+from ipyagent.agentlib.providers.anthropic import AnthropicStreamParser
 from ipyagent.agentlib.providers.ollama import OllamaStreamParser
 from ipyagent.agentlib.providers.openai import OpenAIDialect, OpenAIStreamParser
 

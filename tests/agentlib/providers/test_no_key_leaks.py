@@ -16,7 +16,7 @@ from wire_transcripts import ANTHROPIC_STREAM, OLLAMA_STREAM, OPENAI_TOOL_CALL, 
 from ipyagent.agentlib.endpoints import get_endpoint, provider_for
 from ipyagent.agentlib.errors import AgentError
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.providers.base import PROVIDER_EVENT_ADAPTER, ModelRequest
+from ipyagent.agentlib.model import PROVIDER_EVENT_ADAPTER, ModelRequest
 
 KEY = "sk-FAKE-d0n7-l3ak-7h15-k3y-0123456789"
 ECHO = json.dumps(

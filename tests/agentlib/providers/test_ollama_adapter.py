@@ -15,7 +15,7 @@ from ipyagent.agentlib.messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ipyagent.agentlib.providers.base import ModelRequest, ModelSettings, ToolSpec
+from ipyagent.agentlib.model import ModelRequest, ModelSettings, ToolSpec
 from ipyagent.agentlib.providers.ollama import OllamaProvider, OllamaStreamParser, build_request
 
 

@@ -30,7 +30,7 @@ from ipyagent.agentlib.messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ipyagent.agentlib.providers.base import ModelRequest, ModelSettings, ToolSpec, UsageReport
+from ipyagent.agentlib.model import ModelRequest, ModelSettings, ToolSpec, UsageReport
 from ipyagent.agentlib.providers.openai import (
     OpenAIDialect,
     OpenAIProvider,

@@ -18,8 +18,8 @@ from ipyagent.agentlib.endpoints import (
 )
 from ipyagent.agentlib.errors import UserError
 from ipyagent.agentlib.messages import Message
+from ipyagent.agentlib.model import ModelRequest, Provider
 from ipyagent.agentlib.providers.anthropic import AnthropicProvider
-from ipyagent.agentlib.providers.base import ModelRequest, Provider
 from ipyagent.agentlib.providers.ollama import OllamaProvider
 from ipyagent.agentlib.providers.openai import OpenAIProvider
 

@@ -17,7 +17,7 @@ from ipyagent.agentlib.endpoints import get_endpoint, provider_for
 from ipyagent.agentlib.errors import AgentError
 from ipyagent.agentlib.events import EVENT_ADAPTER, AgentEvent
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.providers.base import ModelRequest
+from ipyagent.agentlib.model import ModelRequest
 from ipyagent.agentlib.redact import redact_url
 from ipyagent.agentlib.retry import RetryPolicy
 from ipyagent.widgets.reducer import ViewReducer

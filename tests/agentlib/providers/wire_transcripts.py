@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ipyagent.agentlib.providers.base import (
+from ipyagent.agentlib.model import (
     ProviderEvent,
     ResponseEnd,
     TextChunk,

@@ -1,4 +1,8 @@
-"""The one contract between the agent loop and every model: :class:`Provider`.
+"""The types every layer shares about models, owned by the core: the request a model is given
+(:class:`ModelRequest`, :class:`ModelSettings`, :class:`ToolSpec`), the stream it answers with
+(:data:`ProviderEvent`), and the one contract between the loop and every model, :class:`Provider`.
+Providers (``ipyagent.agentlib.providers``) import these; the core imports a provider only where a
+model id is resolved (``endpoints``, ``local_models``).
 
 A provider turns a :class:`ModelRequest` into an async stream of :data:`ProviderEvent` — small
 deltas in the order the model produced them. Adapters own their wire format and nothing else:
@@ -18,8 +22,8 @@ from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkab
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ..messages import FinishReason, Message
-from ..usage import Usage
+from .messages import FinishReason, Message
+from .usage import Usage
 
 __all__ = [
     "PROVIDER_EVENT_ADAPTER",
