@@ -193,7 +193,6 @@ async def run_notebook(
     cassette: Replay = None,
     output: Path | None = None,
     on_cell: Callable[[CellReport], None] | None = None,
-    environ: Mapping[str, str] | None = None,
 ) -> NotebookReport:
     """Execute ``path`` in a fresh kernel and report on every code cell.
 
@@ -207,7 +206,7 @@ async def run_notebook(
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     started = time.monotonic()
-    env = _kernel_env(path, cassette=cassette, environ=os.environ if environ is None else environ)
+    env = _kernel_env(path, cassette=cassette, environ=os.environ)
     try:
         nb = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
     except Exception as exc:
