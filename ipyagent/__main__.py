@@ -113,11 +113,10 @@ def run(paths: list[Path], *, jobs: int, timeout: int, cassette: Replay, output:
     started = time.monotonic()
     several = len(paths) > 1
 
-    def on_cell(cell: CellReport) -> None:  # one notebook: say each cell's outcome as it ends
-        printer.cell(cell)
-
     def on_done(report: NotebookReport) -> None:
-        if several:  # whole notebooks at a time, so that parallel runs do not interleave
+        # One notebook says each cell's outcome as it ends (on_cell); several are printed whole,
+        # so that parallel runs do not interleave.
+        if several:
             for cell in report.cells:
                 printer.cell(cell, prefix=f"{report.path.name}: ")
         else:
@@ -126,7 +125,7 @@ def run(paths: list[Path], *, jobs: int, timeout: int, cassette: Replay, output:
 
     async def one(path: Path) -> NotebookReport:
         return await run_notebook(
-            path, timeout=timeout, cassette=cassette, output=output, on_cell=None if several else on_cell
+            path, timeout=timeout, cassette=cassette, output=output, on_cell=None if several else printer.cell
         )
 
     reports = asyncio.run(run_notebooks(paths, jobs=jobs, run=one, on_done=on_done))
