@@ -84,17 +84,17 @@ class WidgetRenderer:
         if not self._front_end_seen():
             from IPython.display import display
 
-            from ..widgets.reducer import block_markdown, block_plain
-            from .render import Output
+            from ..widgets.text import block_markdown, block_plain
+            from .render import Output, displayed, is_output
 
-            blocks = [b for b in self.view.reducer.state["blocks"] if b["kind"] not in ("error", "user")]
+            blocks = [b for b in self.view.reducer.state["blocks"] if is_output(b)]
             plain = "\n".join(filter(None, map(block_plain, blocks)))
             markdown = "\n\n".join(filter(None, map(block_markdown, blocks)))
             display(Output(plain, markdown))  # type: ignore[no-untyped-call]
             # What the tools showed the user (figures, tables) lives in the view's state, which
             # such a notebook does not keep.
             for block in blocks:
-                for bundle in block.get("display") or []:
+                for bundle in displayed(block):
                     display(bundle, raw=True)  # type: ignore[no-untyped-call]
 
     def _front_end_seen(self) -> bool:

@@ -63,7 +63,7 @@ class ChatWidget(AgentView):
         self._handles = [*self.watch(agent), agent.on("*", self.feed)]
         with self.lock:
             self.reducer.show_history(agent.messages)
-            self.history = self.reducer.history
+            self.history = [dict(block) for block in self.reducer.history]
         self.publish()
 
     def handle_action(self, action: Any, content: dict[str, Any]) -> None:

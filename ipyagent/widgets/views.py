@@ -2,7 +2,7 @@
 
 :class:`AgentView` is what both views share; :class:`RunView` shows one ``%%agent`` run. The
 front end (``static/run_view.js``, built from ``js/src``) applies the patches and renders; the
-protocol is in docs/widget-protocol.md.
+types of the protocol are in :mod:`.view_state`.
 
 Threads: events are fed on the thread that renders (the kernel's main thread for a ``%%agent``
 cell, the worker loop for the chat), while the front end's messages may arrive on a comm subshell
@@ -22,6 +22,7 @@ import traitlets
 
 from .reducer import ViewReducer
 from .transport import DEFAULT_INTERVAL, Throttle
+from .view_state import AckMessage, ViewState
 
 if TYPE_CHECKING:
     from ..agentlib.agent import Agent
@@ -58,7 +59,7 @@ class AgentView(anywidget.AnyWidget):
         self.reducer = ViewReducer()
         self.throttle = Throttle(self.reducer, self.send, interval=interval)
         self.live = threading.Event()
-        self.state = copy.deepcopy(self.reducer.state)
+        self.state = _snapshot(self.reducer.state)
         self.on_msg(self._on_frontend_message)
         _keep_subshell_routing(self)
 
@@ -77,7 +78,7 @@ class AgentView(anywidget.AnyWidget):
         notebook, shown again after a reload)."""
         with self.lock:
             self.throttle.flush()
-            self.state = copy.deepcopy(self.reducer.state)
+            self.state = _snapshot(self.reducer.state)
 
     # -- the agent's questions -------------------------------------------------------------------
 
@@ -125,7 +126,8 @@ class AgentView(anywidget.AnyWidget):
         if action == "hello":
             first = not self.live.is_set()
             self.live.set()
-            self.send({"kind": "ack", "of": "hello"})
+            ack: AckMessage = {"kind": "ack", "of": "hello"}
+            self.send(ack)
             if first:  # a view opened mid-run (a reload) catches up from the whole state
                 with self.lock:
                     self.reducer.set_live(True)
@@ -160,6 +162,12 @@ class RunView(AgentView):
 
     def finish(self, result: RunResult | None) -> None:
         self.publish()
+
+
+def _snapshot(state: ViewState) -> dict[str, Any]:
+    """A copy for the trait: the reducer goes on changing its own, and traitlets sends a value
+    only when it differs from the last one written."""
+    return copy.deepcopy(dict(state))
 
 
 def _keep_subshell_routing(widget: Any) -> None:
