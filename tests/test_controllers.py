@@ -92,6 +92,7 @@ def test_the_chat_runs_what_is_typed_and_starts_over_on_new() -> None:
         assert [m.text for m in chat.agent.messages] == ["hi", "Again."]
     finally:
         chat.close()
+    chat.close()  # again, as the widget's finalizer does after an explicit close
 
 
 def test_a_model_that_cannot_be_used_is_reported_in_the_chat() -> None:

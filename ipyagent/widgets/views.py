@@ -85,7 +85,8 @@ class AgentView(anywidget.AnyWidget):
 
         A hello is acknowledged by the view before its handlers see it."""
         if remove:
-            self._action_handlers.remove(handler)
+            if handler in self._action_handlers:  # as ipywidgets' on_msg: removing twice is fine
+                self._action_handlers.remove(handler)
         else:
             self._action_handlers.append(handler)
 
