@@ -307,7 +307,7 @@ class AgentMagics(Magics):
                 "pip install anywidget (it comes with ipyagent); then run %agent chat again.",
                 "widgets_unavailable",
             )
-        from ..widgets.chat import ChatWidget
+        from ..controllers import ChatWidget
 
         args = parse_argstring(self.agent, " ".join(rest))
         agent = self._agent(args.session, new=args.new)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from .reducer import ViewReducer
+from .view_state import PatchesMessage
 
 __all__ = ["Throttle"]
 
@@ -24,7 +24,7 @@ class Throttle:
     def __init__(
         self,
         reducer: ViewReducer,
-        send: Callable[[dict[str, Any]], None],
+        send: Callable[[PatchesMessage], object],
         *,
         interval: float = DEFAULT_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
@@ -46,7 +46,7 @@ class Throttle:
         if batch is None:
             return
         seq, patches = batch
-        message = {"kind": "patches", "seq": seq, "patches": patches}
+        message: PatchesMessage = {"kind": "patches", "seq": seq, "patches": patches}
         self._send(message)
         self._last = self._clock()
         self.messages += 1
