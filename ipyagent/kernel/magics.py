@@ -431,9 +431,8 @@ class AgentMagics(Magics):
 
     def _cmd_compact(self, rest: list[str]) -> None:
         agent = self._current()
-        compact = getattr(agent, "compact", None)
-        if agent is None or compact is None:
+        if agent is None:
             print("Nothing to compact.")
             return
-        future = self.state.loop.submit(compact(focus=" ".join(rest)))
+        future = self.state.loop.submit(agent.compact(focus=" ".join(rest)))
         print(future.result())
