@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .kernel.cassettes import ENV_MODE
 from .kernel.notebook_path import HEADLESS_ENV
-from .kernel.replay import ENV_MODE
 
 __all__ = [
     "CellReport",
@@ -304,7 +304,7 @@ async def _kernel_info(client: Any) -> None:
 
 
 def _cassette(path: Path, env: Mapping[str, str]) -> Path:
-    from .kernel.replay import ReplaySwitch
+    from .kernel.cassettes import ReplaySwitch
 
     return ReplaySwitch.from_env(env).cassette_path(path.resolve())
 

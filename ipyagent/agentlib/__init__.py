@@ -7,6 +7,7 @@ on this package, never the other way round.
 from . import events
 from .agent import Agent
 from .compaction import CompactionResult
+from .deprecation import retired_names as _retired_names
 from .errors import (
     AgentError,
     AuthenticationError,
@@ -19,10 +20,10 @@ from .errors import (
     ProviderUnavailable,
     RateLimitError,
     RunError,
-    ToolError,
     TransportError,
     UserError,
 )
+from .errors import retired_errors as _retired_errors
 from .hooks import BlockToolCall, Hooks, ToolCallInfo
 from .messages import (
     ImageBlock,
@@ -71,7 +72,6 @@ __all__ = [
     "Tool",
     "ToolCallBlock",
     "ToolCallInfo",
-    "ToolError",
     "ToolOutput",
     "ToolResultBlock",
     "ToolSpec",
@@ -81,3 +81,5 @@ __all__ = [
     "events",
     "tool",
 ]
+
+__getattr__ = _retired_names(__name__, _retired_errors)

@@ -20,10 +20,6 @@ class PendingAnswers:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
 
-    @property
-    def keys(self) -> list[str]:
-        return list(self._futures)
-
     def open(self, key: str) -> asyncio.Future[Any]:
         """Start waiting for ``key``. Open it *before* announcing the question: a listener may
         answer synchronously, inside the announcement."""

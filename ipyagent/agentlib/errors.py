@@ -13,7 +13,6 @@ Every failure a user can meet is an :class:`AgentError` (or is described by an
     │   ├── ContextOverflowError   the request does not fit the model's context window
     │   └── ProtocolError          the stream broke the wire format
     ├── TransportError         connection refused/reset, timeouts (retryable)
-    ├── ToolError              a tool failed (normally a result the model reads, not raised)
     ├── HookError              a hook raised
     └── RunError               a guard stopped the run (repeated failures, empty replies, ...)
 
@@ -26,6 +25,8 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from .deprecation import retired_names
 
 __all__ = [
     "AgentError",
@@ -41,7 +42,6 @@ __all__ = [
     "RateLimitError",
     "RunError",
     "Severity",
-    "ToolError",
     "TransportError",
     "UserError",
 ]
@@ -178,11 +178,6 @@ class TransportError(AgentError):
     default_retryable = True
 
 
-class ToolError(AgentError):
-    layer = "tool"
-    default_code = "tool_error"
-
-
 class HookError(AgentError):
     layer = "hook"
     default_code = "hook_failed"
@@ -191,3 +186,15 @@ class HookError(AgentError):
 class RunError(AgentError):
     layer = "run"
     default_code = "run_failed"
+
+
+class _ToolError(AgentError):
+    layer = "tool"
+    default_code = "tool_error"
+
+
+# A failing tool is an error result the model reads, never an exception, so nothing raised this.
+retired_errors: dict[str, tuple[object, str]] = {
+    "ToolError": (_ToolError, "a failing tool becomes an error result; catch AgentError instead"),
+}
+__getattr__ = retired_names(__name__, retired_errors)

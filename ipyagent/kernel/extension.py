@@ -38,7 +38,7 @@ def run_summary() -> str:
     were recorded or replayed. Asked of the kernel after its notebook's last cell."""
     import json
 
-    from .replay import replay_mode
+    from .cassettes import replay_mode
 
     models = [m for state in _STATES.values() for m in state.models_used]
     return json.dumps({"models": list(dict.fromkeys(models)), "replay": replay_mode().mode})

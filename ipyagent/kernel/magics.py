@@ -9,6 +9,7 @@ IPython profile or ``%config AgentMagics.auto_approve = True``).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,7 +87,7 @@ HELP = """\
 %agent history             the conversation so far
 %agent compact             summarize older turns to free context
 %agent reset               forget the current conversation
-%agent replay [record|replay|off] [PATH]   record model streams to a cassette, or replay them offline
+%agent cassette [record|replay|off] [PATH]  record model streams to a cassette, or replay them offline
 %agent help                this text
 """
 
@@ -175,7 +176,7 @@ class AgentMagics(Magics):
         return self._conclude(result, interrupted)
 
     def _configure(self, agent: Agent, args: Any) -> None:
-        from .replay import replay_mode
+        from .cassettes import replay_mode
 
         model = replay_mode().wrap(self._resolve_model(args.model), self.state.notebook)
         if model is not None:
@@ -220,7 +221,7 @@ class AgentMagics(Magics):
 
         value = requested or self.state.model or self.model or os.environ.get("IPYAGENT_MODEL")
         if value is None and default:
-            from .replay import replay_mode
+            from .cassettes import replay_mode
 
             if not replay_mode().active:  # a replay names its recorded model itself
                 from ..agentlib.endpoints import default_model_id
@@ -239,7 +240,7 @@ class AgentMagics(Magics):
         name = session if session is not None else self.state.session
         agent = self.state.agents.get(name)
         if agent is None:
-            from .replay import replay_mode
+            from .cassettes import replay_mode
 
             notebook = self.state.notebook
             path = session_file(notebook, name, session_dir=self.session_dir)
@@ -315,7 +316,15 @@ class AgentMagics(Magics):
         return ChatWidget(agent, loop=self.state.loop, wait_for=self.state.main.serve_until)
 
     def _cmd_replay(self, rest: list[str]) -> None:
-        from .replay import command
+        """The old spelling of ``%agent cassette``, kept for one release."""
+        print(
+            "`%agent replay` is now `%agent cassette`; the old name goes away in the next release.",
+            file=sys.stderr,
+        )
+        self._cmd_cassette(rest)
+
+    def _cmd_cassette(self, rest: list[str]) -> None:
+        from .cassettes import command
 
         print(command(rest, notebook=self.state.notebook))
         if rest:  # a new mode: the next %%agent starts a fresh conversation, as in a new kernel
@@ -331,7 +340,7 @@ class AgentMagics(Magics):
         from ..agentlib.model import Provider
 
         if rest:
-            from .replay import replay_mode
+            from .cassettes import replay_mode
 
             model = self._resolve_model(rest[0])
             if replay_mode().mode != "replay":  # a replay needs no key or local model
@@ -396,7 +405,7 @@ class AgentMagics(Magics):
     def _current(self) -> Agent | None:
         """The current conversation: the one in use, else the one saved beside the notebook (a
         restarted kernel opens it at the first command that needs it)."""
-        from .replay import replay_mode
+        from .cassettes import replay_mode
 
         name = self.state.session
         agent = self.state.agents.get(name)
@@ -431,9 +440,8 @@ class AgentMagics(Magics):
 
     def _cmd_compact(self, rest: list[str]) -> None:
         agent = self._current()
-        compact = getattr(agent, "compact", None)
-        if agent is None or compact is None:
+        if agent is None:
             print("Nothing to compact.")
             return
-        future = self.state.loop.submit(compact(focus=" ".join(rest)))
+        future = self.state.loop.submit(agent.compact(focus=" ".join(rest)))
         print(future.result())

@@ -14,18 +14,13 @@ from typing_extensions import assert_never
 
 from .view_state import Block, ToolBlock, ViewState
 
-__all__ = ["block_markdown", "block_plain", "call_label", "markdown_text", "plain_text"]
+__all__ = ["block_markdown", "block_plain", "call_label", "plain_text"]
 
 
 def plain_text(state: ViewState) -> str:
     """A stable plain-text rendering of a view: what nbval compares, what a terminal shows.
     No durations, token counts or ids — only what the run said and did."""
     return "\n".join(filter(None, (block_plain(b) for b in state["blocks"])))
-
-
-def markdown_text(state: ViewState) -> str:
-    """The same as :func:`plain_text`, as Markdown for static viewers (nbconvert, GitHub)."""
-    return "\n\n".join(filter(None, (block_markdown(b) for b in state["blocks"])))
 
 
 def block_plain(block: Block) -> str:

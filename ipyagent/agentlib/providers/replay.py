@@ -23,7 +23,7 @@ a credential in a URL that appears in a record (say, echoed by a tool) is replac
 ``[redacted]`` (:func:`ipyagent.agentlib.redact.known_secrets` says which values).
 
 This module owns the cassette format and the matching; which cassette a notebook uses, and when
-recording is on, is :mod:`ipyagent.kernel.replay`'s business.
+recording is on, is :mod:`ipyagent.kernel.cassettes`'s business.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ TEXT_SCRUBS: tuple[tuple[re.Pattern[str], str], ...] = (
 DEFAULT_RERECORD_HINT = (
     "If the change is intended, record the cassette again against a real model: "
     "ReplayModel(model, cassette=..., mode='record'); in a notebook, run it with IPYAGENT_REPLAY=record "
-    "(or `%agent replay record`) and save it."
+    "(or `%agent cassette record`) and save it."
 )
 
 
@@ -502,7 +502,7 @@ def _load(path: Path) -> list[Recording]:
         raise UserError(
             f"No cassette at {path}: there is nothing to replay.",
             hint="Record it first with a real model (mode='record'; for a notebook, run it with "
-            "IPYAGENT_REPLAY=record or `%agent replay record`), or point to the right file.",
+            "IPYAGENT_REPLAY=record or `%agent cassette record`), or point to the right file.",
             code="cassette_missing",
         ) from None
     lines = raw.split(b"\n")
