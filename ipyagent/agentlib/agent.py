@@ -176,7 +176,7 @@ class Agent:
     @model.setter
     def model(self, value: str | Provider | None) -> None:
         if value is not getattr(self, "_model", None) and value != getattr(self, "_model", None):
-            self._provider = None  # resolved again on next use
+            self._release_provider()  # resolved again on next use
         self._model = value
         self._record_settings()
 
@@ -297,9 +297,12 @@ class Agent:
             raise
 
     def close(self) -> None:
-        """Close the session file (releasing its lock). The agent can no longer run."""
+        """Close the session file (releasing its lock; the agent can no longer run), and let go of
+        the model's connections: the agents of one endpoint share them, and the last to let go
+        closes them."""
         if self._session is not None:
             self._session.close()
+        self._release_provider()
 
     async def compact(self, focus: str = "") -> CompactionResult:
         """Summarize the older part of the conversation now, keeping the last ``compact_keep``
@@ -488,6 +491,14 @@ class Agent:
                     "agent.fork(session='new.agent.jsonl').",
                 )
             )
+
+    def _release_provider(self) -> None:
+        """Forget the provider resolved from the model id, closing it if it can be closed (an HTTP
+        provider lets go of its pooled client). A provider given as ``model`` is the caller's."""
+        provider, self._provider = self._provider, None
+        close = getattr(provider, "close", None) if provider is not self._model else None
+        if close is not None:
+            close()
 
     def _take_load_warnings(self) -> list[str]:
         warnings, self._load_warnings = self._load_warnings, []
