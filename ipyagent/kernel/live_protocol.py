@@ -155,18 +155,19 @@ def answer_hello(hello: Hello, *, version: str) -> Welcome | Mismatch:
 def mismatch_message(
     *, page_protocol: int, page_version: str, kernel_protocol: int, kernel_version: str
 ) -> str:
-    """What to do when page and kernel speak different protocols. The side with the lower number
-    runs the older ipyagent: a page with an old extension is reloaded; a kernel that imported an
-    old ipyagent is restarted. (``labext/src/protocol.js`` says the same to the page's user.)"""
-    page = f"the page's ipyagent extension ({page_version}, protocol {page_protocol})"
-    kernel = f"this kernel's ipyagent ({kernel_version}, protocol {kernel_protocol})"
+    """What to do when page and kernel speak different protocols, the action first. The side
+    with the lower number runs the older ipyagent: a page with an old extension is reloaded; a
+    kernel that imported an old ipyagent is restarted. (``labext/src/protocol.js`` tells the
+    page's user the same, with a button that does it.)"""
+    page = f"{page_version}, protocol {page_protocol}"
+    kernel = f"{kernel_version}, protocol {kernel_protocol}"
     if page_protocol < kernel_protocol:
         return (
-            f"{page[0].upper()}{page[1:]} is older than {kernel}, so the agent works on the saved "
-            "file. Reload the page to load the new extension."
+            f"Reload the page. Its ipyagent extension ({page}) is older than this kernel's ipyagent "
+            f"({kernel}); until then the agent works on the saved file."
         )
     return (
-        f"{kernel[0].upper()}{kernel[1:]} is older than {page}, so the agent works on the saved "
-        "file. Restart the kernel so that it imports the installed ipyagent; if the message comes "
-        "back, upgrade ipyagent in the kernel's environment."
+        f"Restart the kernel. It imported ipyagent {kernel}, older than the page's extension "
+        f"({page}); until then the agent works on the saved file. If this comes back, upgrade "
+        "ipyagent in the kernel's environment."
     )

@@ -172,14 +172,18 @@ class Link {
     this.state = "mismatch";
     if (this.warned) return;
     this.warned = true;
-    const message = mismatchMessage({
+    const { action, text } = mismatchMessage({
       pageProtocol: PROTOCOL,
       pageVersion: pkg.version,
       kernelProtocol: Number(data.protocol),
       kernelVersion: String(data.version),
     });
-    console.warn(message);
-    Notification.warning(message, { autoClose: false });
+    console.warn(text);
+    const button =
+      action === "reload"
+        ? { label: "Reload page", callback: () => window.location.reload() }
+        : { label: "Restart kernel", callback: () => void this.session.restartKernel() };
+    Notification.warning(text, { autoClose: false, actions: [button] });
   }
 
   answer(comm, request) {

@@ -9,24 +9,29 @@ export const TARGET = "ipyagent.notebook";
 export const ANNOUNCE_TARGET = "ipyagent.notebook.announce";
 
 /**
- * What to do when the page and the kernel speak different protocols, said to the user.
- * The side with the lower number runs the older ipyagent: a page with an old extension is
- * reloaded; a kernel that imported an old ipyagent is restarted.
+ * What to do when the page and the kernel speak different protocols, said to the user, the
+ * action first (a notification shows the first ~140 characters). The side with the lower number
+ * runs the older ipyagent: a page with an old extension is reloaded; a kernel that imported an
+ * old ipyagent is restarted. `action` names the button that does it.
  */
 export function mismatchMessage({ pageProtocol, pageVersion, kernelProtocol, kernelVersion }) {
-  const page = `this page's ipyagent extension (${pageVersion}, protocol ${pageProtocol})`;
-  const kernel = `the kernel's ipyagent (${kernelVersion}, protocol ${kernelProtocol})`;
+  const page = `${pageVersion}, protocol ${pageProtocol}`;
+  const kernel = `${kernelVersion}, protocol ${kernelProtocol}`;
   if (pageProtocol < kernelProtocol) {
-    return (
-      `ipyagent: ${page} is older than ${kernel}, so the agent works on the saved file. ` +
-      "Reload the page to load the new extension."
-    );
+    return {
+      action: "reload",
+      text:
+        `ipyagent: Reload the page. Its ipyagent extension (${page}) is older than the kernel's ` +
+        `ipyagent (${kernel}); until then the agent works on the saved file.`,
+    };
   }
-  return (
-    `ipyagent: ${kernel} is older than ${page}, so the agent works on the saved file. ` +
-    "Restart the kernel so that it imports the installed ipyagent; if the message comes back, " +
-    "upgrade ipyagent in the kernel's environment."
-  );
+  return {
+    action: "restart",
+    text:
+      `ipyagent: Restart the kernel. It imported ipyagent ${kernel}, older than this page's ` +
+      `extension (${page}); until then the agent works on the saved file. If this comes back, ` +
+      "upgrade ipyagent in the kernel's environment.",
+  };
 }
 
 /** The hello the page sends when it opens its comm. */

@@ -12,13 +12,15 @@ test("the hello names the protocol, the version, the client and the document", (
   });
 });
 
-test("an older page is told to reload, an older kernel to restart", () => {
+test("an older page is told to reload, an older kernel to restart, the action first", () => {
   const olderPage = mismatchMessage({ pageProtocol: 1, pageVersion: "0.1.0", kernelProtocol: 2, kernelVersion: "0.2.0" });
-  assert.match(olderPage, /Reload the page/);
-  assert.match(olderPage, /0\.1\.0, protocol 1/);
-  assert.doesNotMatch(olderPage, /Restart the kernel/);
+  assert.equal(olderPage.action, "reload");
+  assert.match(olderPage.text, /^ipyagent: Reload the page\./);
+  assert.match(olderPage.text, /\(0\.1\.0, protocol 1\) is older than the kernel's ipyagent \(0\.2\.0, protocol 2\)/);
+  assert.doesNotMatch(olderPage.text, /Restart/);
   const olderKernel = mismatchMessage({ pageProtocol: 2, pageVersion: "0.2.0", kernelProtocol: 1, kernelVersion: "0.1.0" });
-  assert.match(olderKernel, /Restart the kernel/);
-  assert.match(olderKernel, /kernel's environment/);
-  assert.doesNotMatch(olderKernel, /Reload the page/);
+  assert.equal(olderKernel.action, "restart");
+  assert.match(olderKernel.text, /^ipyagent: Restart the kernel\./);
+  assert.match(olderKernel.text, /kernel's environment/);
+  assert.doesNotMatch(olderKernel.text, /Reload/);
 });

@@ -157,7 +157,7 @@ def test_a_page_with_another_protocol_is_told_what_to_do(kernel: Kernel) -> None
     assert reply["status"] == "error"
     shown = text_of(outputs)
     assert "LiveNotebookMismatch" in shown
-    assert "older than the page's ipyagent extension (9.0.0" in shown
+    assert f"older than the page's extension (9.0.0, protocol {PROTOCOL + 1})" in shown
     assert "Restart the kernel" in shown
     assert page.requests == [], "a page speaking another protocol was sent a request"
 
