@@ -102,3 +102,38 @@ def test_a_page_and_a_kernel_of_different_releases_say_what_to_do(page: Any, lab
     )
     assert error.startswith("LiveNotebookMismatch: Reload the page. Its ipyagent extension (0.1.0")
     assert page.get_by_role("button", name="Reload page").count() == 1
+
+
+def test_the_page_finds_the_kernel_after_a_reload_and_after_a_restart(page: Any, lab: Lab) -> None:
+    read = (
+        "from ipyagent.kernel.live_notebook import live_document\n"
+        "doc = live_document()\n"
+        "print(doc.path if doc else 'no live document')"
+    )
+    name = write_notebook(lab, "again.ipynb", ["%load_ext ipyagent", read])
+    open_notebook(page, lab, name)
+    run_cell(page, 0)
+    wait_cell_done(page, 0)
+
+    # A page that connects to a kernel which loaded ipyagent earlier finds its announce comm.
+    page.reload()
+    open_notebook(page, lab, name)
+    run_cell(page, 1)
+    wait_cell_done(page, 1)
+    assert outputs_text(page, 1).strip() == name
+
+    # A restarted kernel has no ipyagent until %load_ext runs again, which announces it.
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.restartKernel()")
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+        timeout=60_000,
+    )
+    run_cell(page, 1)
+    wait_cell_done(page, 1)
+    assert outputs_text(page, 1).strip() == "no live document"
+    run_cell(page, 0)
+    wait_cell_done(page, 0)
+    run_cell(page, 1)
+    wait_cell_done(page, 1)
+    assert outputs_text(page, 1).strip() == name
+    screenshot(page, "live_notebook", "3-after-restart")
