@@ -7,7 +7,7 @@ from typing import Any
 from .magics import AgentMagics
 from .state import KernelState
 
-__all__ = ["load_ipython_extension", "run_summary", "unload_ipython_extension"]
+__all__ = ["kernel_state", "load_ipython_extension", "run_summary", "unload_ipython_extension"]
 
 _STATES: dict[int, KernelState] = {}
 
@@ -19,6 +19,7 @@ def load_ipython_extension(ipython: Any) -> None:
     _STATES[id(ipython)] = state
     ipython.events.register("post_run_cell", state.history.post_run_cell)
     ipython.register_magics(AgentMagics(ipython, state=state))
+    state.live.open()
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -31,6 +32,11 @@ def unload_ipython_extension(ipython: Any) -> None:
         ipython.magics_manager.magics["cell"].pop("agent", None)
         ipython.magics_manager.magics["line"].pop("agent", None)
     state.close()
+
+
+def kernel_state(ipython: Any) -> KernelState | None:
+    """What the extension keeps for ``ipython``, or None when it is not loaded there."""
+    return _STATES.get(id(ipython))
 
 
 def run_summary() -> str:
