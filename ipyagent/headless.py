@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .agentlib.atomic import atomic_write
 from .kernel.cassettes import ENV_MODE
 from .kernel.notebook_path import HEADLESS_ENV
 
@@ -330,7 +331,7 @@ def _save(
         )
     elif output is not None or record:
         target = output or report.path
-        nbformat.write(nb, str(target))  # type: ignore[no-untyped-call]
+        atomic_write(target, nbformat.writes(nb) + "\n")  # type: ignore[no-untyped-call]
         report.saved_to = target
 
 

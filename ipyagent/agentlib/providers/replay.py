@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import errors as _errors
+from ..atomic import atomic_write
 from ..errors import AgentError, ErrorInfo, ProviderError, UserError
 from ..messages import Message
 from ..model import PROVIDER_EVENT_ADAPTER, ModelRequest, Provider, ProviderEvent, open_stream
@@ -149,13 +150,7 @@ class Cassette:
         text = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
         if self.written == 0:
             header = json.dumps({"format": FORMAT, "version": VERSION}) + "\n"
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(header + text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            atomic_write(self.path, header + text)
         else:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(text)

@@ -32,10 +32,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from ...agentlib.atomic import atomic_write
 from ...agentlib.tools import Tool, tool
 from ..runner import MainThread
 from .file_lock import locked
-from .files import WorkspaceError, atomic_write, resolve_inside
+from .files import WorkspaceError, resolve_inside
 
 __all__ = ["notebook_tools"]
 
