@@ -31,9 +31,14 @@ def test_a_replaced_file_keeps_its_mode(tmp_path: Path) -> None:
 def test_a_failure_part_way_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
     target = tmp_path / "data.bin"
     target.write_bytes(b"old")
-    with pytest.raises(RuntimeError, match="disk full"), atomic_bytes(target) as out:
-        out.write(b"half of the new")
-        raise RuntimeError("disk full")
+
+    def write_half() -> None:
+        with atomic_bytes(target) as out:
+            out.write(b"half of the new")
+            raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_half()
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.bin"]
 
