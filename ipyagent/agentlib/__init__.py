@@ -4,7 +4,9 @@ Nothing here imports IPython, ipykernel or widget libraries; the kernel and widg
 on this package, never the other way round.
 """
 
-from . import events
+# endpoints is imported for what importing it does: it registers the configured keys with
+# redact.known_secrets, and here it has done so before anything in the core can write a record.
+from . import endpoints, events  # noqa: F401
 from .agent import Agent
 from .compaction import CompactionResult
 from .deprecation import retired_names as _retired_names

@@ -32,8 +32,9 @@ class Subscription:
     """Returned by ``agent.on``: call :meth:`remove` (or use it as a context manager) to stop."""
 
     _bus: EventBus
-    _key: str
-    _listener: Listener
+    #: The event type listened to (``"*"`` for all).
+    event_type: str
+    listener: Listener
 
     def remove(self) -> None:
         self._bus.remove(self)
@@ -58,7 +59,7 @@ class EventBus:
         return sub
 
     def remove(self, sub: Subscription) -> None:
-        subs = self._listeners.get(sub._key, [])
+        subs = self._listeners.get(sub.event_type, [])
         if sub in subs:
             subs.remove(sub)
 
@@ -89,7 +90,7 @@ class EventBus:
 
     def _call(self, sub: Subscription, event: AgentEvent) -> None:
         try:
-            result = sub._listener(event)
+            result = sub.listener(event)
             if inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)
                 self._tasks.add(task)

@@ -307,8 +307,7 @@ def local_provider(model_name: str, **options: object) -> Provider:
     The model itself loads on the first request. ``options`` go to
     :class:`~ipyagent.agentlib.providers.local.LocalModel` (``n_ctx``, ``tool_mode``, ...).
     """
-    from .providers._local_llama import import_llama
-    from .providers.local import LocalModel
+    from .providers.local import LocalModel, import_llama
 
     import_llama()  # fail now, with the install command, rather than at the first request
     path = resolve_local_model(model_name)

@@ -200,13 +200,13 @@ class Session:
         try:
             _lock(fd, path)
             state = _load_or_create(fd, path, model=model, notebook=notebook, forked_from=forked_from)
+            _drop_orphans(state, path)
+            for record in _repair(state, path):
+                _append(fd, record, fsync=fsync)
             session = cls(path, state, fd, fsync=fsync)
         except BaseException:
             os.close(fd)
             raise
-        _drop_orphans(state, path)
-        for record in _repair(state, path):
-            session._write(record)
         _issue(state)
         return session
 
@@ -294,12 +294,17 @@ class Session:
                 hint="Open it again (Agent(session=path)) to continue the conversation.",
                 code="session_closed",
             )
-        data = memoryview(redact_json_line(line).encode())
-        while data:  # a regular file may take a large line in more than one write
-            written = os.write(self._fd, data)
-            data = data[written:]
-        if self.fsync:
-            os.fsync(self._fd)
+        _append(self._fd, line, fsync=self.fsync)
+
+
+def _append(fd: int, line: str, *, fsync: bool) -> None:
+    """Append one whole record line (its secrets redacted) to the file open on ``fd``."""
+    data = memoryview(redact_json_line(line).encode())
+    while data:  # a regular file may take a large line in more than one write
+        written = os.write(fd, data)
+        data = data[written:]
+    if fsync:
+        os.fsync(fd)
 
 
 def read_session(path: str | os.PathLike[str]) -> SessionState:

@@ -36,6 +36,9 @@ from ipyagent.agentlib.sessions import Session
 
 session = Session.open(sys.argv[1])
 i = len(session.state.messages)
+# pydantic builds a model's validator and serializer on first use (defer_build), which takes
+# 50-200 ms on a busy machine: done here, the kill lands in the appends, not in that build.
+Message.user("warm-up").model_dump_json()
 print("ready", i, flush=True)
 while True:
     session.append_message(Message.user(body(i)))
