@@ -12,6 +12,7 @@ from .compaction import CompactionResult
 from .deprecation import retired_names as _retired_names
 from .errors import (
     AgentError,
+    AgentRunFailed,
     AuthenticationError,
     ContextOverflowError,
     ErrorInfo,
@@ -45,6 +46,7 @@ from .usage import ContextWindow, Usage
 __all__ = [
     "Agent",
     "AgentError",
+    "AgentRunFailed",
     "AuthenticationError",
     "BlockToolCall",
     "CompactionResult",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .errors import UserError
-from .events import EVENT_TYPES, AgentEvent
+from .events import EVENT_TYPES, RETIRED_TYPES, AgentEvent
 
 __all__ = ["EventBus", "Listener", "Subscription"]
 
@@ -106,6 +107,14 @@ class EventBus:
 
 def _key(event: str | type[BaseModel]) -> str:
     if isinstance(event, str):
+        if event in RETIRED_TYPES:
+            new = RETIRED_TYPES[event]
+            warnings.warn(
+                f"The event type {event!r} is now {new!r}; the old name goes away in the next release.",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            return new
         if event != _ALL and event not in EVENT_TYPES:
             raise UserError(
                 f"Unknown event type {event!r}.",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence, Set
 
 from .compaction import CompactionResult
 from .errors import UserError
-from .events import AgentEvent, Warning
+from .events import AgentEvent, RunWarning
 from .messages import Message
 from .model import ModelSettings
 from .sessions import SETTINGS_KEYS, Session
@@ -180,7 +180,7 @@ class Conversation:
         except OSError as exc:
             self._session_broken = True
             self._emit(
-                Warning(
+                RunWarning(
                     code="session_write_failed",
                     message=f"Could not write to the session {session.path}: {exc}. The conversation "
                     "goes on in memory but is no longer saved.",

@@ -14,7 +14,10 @@ Every failure a user can meet is an :class:`AgentError` (or is described by an
     │   └── ProtocolError          the stream broke the wire format
     ├── TransportError         connection refused/reset, timeouts (retryable)
     ├── HookError              a hook raised
-    └── RunError               a guard stopped the run (repeated failures, empty replies, ...)
+    ├── RunError               a guard stopped the run (repeated failures, empty replies, ...)
+    └── AgentRunFailed         a finished run that did not complete, raised on request
+                               (``result.raise_for_status()``, a failed ``%%agent`` cell); its
+                               ``info`` is the run's own error
 
 This module owns the hierarchy and ``ErrorInfo``; translating a library's exceptions into it
 happens once, at each boundary (the provider adapters, the tool executor).
@@ -30,6 +33,7 @@ from .deprecation import retired_names
 
 __all__ = [
     "AgentError",
+    "AgentRunFailed",
     "AuthenticationError",
     "ContextOverflowError",
     "ErrorInfo",
@@ -186,6 +190,29 @@ class HookError(AgentError):
 class RunError(AgentError):
     layer = "run"
     default_code = "run_failed"
+
+
+class AgentRunFailed(AgentError):
+    layer = "run"
+    default_code = "run_failed"
+
+    @classmethod
+    def from_info(cls, info: ErrorInfo) -> AgentRunFailed:
+        """The exception for a run that ended with ``info``."""
+        err = _rebuild(cls, info, None)
+        assert isinstance(err, AgentRunFailed)
+        return err
+
+    @property
+    def error(self) -> ErrorInfo:
+        """The run's error (``info``; the name the kernel's exception had)."""
+        return self.info
+
+    def _render_traceback_(self) -> list[str]:
+        lines = [f"AgentRunFailed [{self.info.code}]: {self.info.message}"]
+        if self.info.hint:
+            lines.append(f"Hint: {self.info.hint}")
+        return lines
 
 
 class _ToolError(AgentError):

@@ -46,10 +46,10 @@ from .events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    RunWarning,
     ToolExecuting,
     ToolResult,
     UsageUpdated,
-    Warning,
 )
 from .hooks import BlockToolCall, Hooks, ToolCallInfo, call_hook, hook_name
 from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
@@ -152,7 +152,7 @@ class AgentRun:
     async def execute(self) -> RunResult:
         self._emit(RunStarted(run_id=self.run_id, model=self.provider.model_id, prompt=self.prompt))
         for text in self.conversation.take_load_warnings():
-            self._emit(Warning(code="session_repaired", message=text))
+            self._emit(RunWarning(code="session_repaired", message=text))
         config = self.config
         try:
             self.conversation.record_settings(config.model, config.settings)
@@ -220,7 +220,7 @@ class AgentRun:
                     code="empty_response",
                 )
             self._emit(
-                Warning(code="empty_response", message="The model returned an empty reply; asking again.")
+                RunWarning(code="empty_response", message="The model returned an empty reply; asking again.")
             )
 
     async def _send(self, attempt: int) -> Message:
@@ -271,7 +271,7 @@ class AgentRun:
             return True
         if delay is not None:
             self._emit(
-                Warning(
+                RunWarning(
                     code="retrying",
                     message=f"{exc.info.message} Retrying in {delay:.1f} s "
                     f"(attempt {attempt + 1} of {self.config.retry.attempts}).",
@@ -561,7 +561,7 @@ class AgentRun:
             text=text,
             messages=self.messages,
             usage=self.usage,
-            message=message,
+            reason=message,
         )
 
     def _failed(self, error: ErrorInfo) -> RunResult:
@@ -574,7 +574,7 @@ class AgentRun:
             messages=self.messages,
             usage=self.usage,
             error=error,
-            message=str(error),
+            reason=str(error),
         )
 
     def _cancelled(self) -> RunResult:
@@ -586,7 +586,7 @@ class AgentRun:
             text=self._final_text(),
             messages=self.messages,
             usage=self.usage,
-            message="Cancelled by the user.",
+            reason="Cancelled by the user.",
         )
 
     def _final_text(self) -> str:
@@ -632,7 +632,7 @@ class AgentRun:
                 "ipyagent: after-hook %s raised %s: %s (ignored)", hook_name(fn), type(exc).__name__, exc
             )
             self._emit(
-                Warning(
+                RunWarning(
                     code="hook_failed", message=f"The hook {hook_name(fn)} raised {type(exc).__name__}: {exc}"
                 )
             )
@@ -658,7 +658,7 @@ async def compact_conversation(
     conversation.apply_compaction(result, reason=reason)
     if result.error is not None:
         emit(
-            Warning(
+            RunWarning(
                 code="compaction_fallback",
                 message=f"The model could not summarize the conversation ({result.error.message}); "
                 "a mechanical digest was used instead.",

@@ -30,7 +30,6 @@ from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_availab
 # `%load_ext ipyagent` stays fast; these names are for the type checker only.
 if TYPE_CHECKING:
     from ..agentlib.agent import Agent
-    from ..agentlib.errors import ErrorInfo
     from ..agentlib.model import Provider
     from ..agentlib.result import RunResult
     from .runner import Renderer
@@ -42,7 +41,17 @@ def _user_error(message: str, hint: str, code: str = "user_error") -> Exception:
     return UserError(message, hint=hint, code=code)
 
 
-__all__ = ["AgentMagics", "AgentRunFailed", "protected_files"]
+__all__ = ["AgentMagics", "protected_files"]
+
+
+def __getattr__(name: str) -> Any:
+    # AgentRunFailed lives in the core (ipyagent.AgentRunFailed); loaded on first use so that
+    # %load_ext stays free of pydantic.
+    if name == "AgentRunFailed":
+        from ..agentlib.errors import AgentRunFailed
+
+        return AgentRunFailed
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def protected_files(
@@ -90,21 +99,6 @@ HELP = """\
 %agent cassette [record|replay|off] [PATH]  record model streams to a cassette, or replay them offline
 %agent help                this text
 """
-
-
-class AgentRunFailed(Exception):
-    """Raised by a ``%%agent`` cell whose run failed, so that Run All and nbval stop there."""
-
-    def __init__(self, error: ErrorInfo) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython shows these lines instead of a long, unhelpful traceback into our internals.
-        lines = [f"AgentRunFailed [{self.error.code}]: {self.error.message}"]
-        if self.error.hint:
-            lines.append(f"Hint: {self.error.hint}")
-        return lines
 
 
 @magics_class
@@ -287,8 +281,7 @@ class AgentMagics(Magics):
                 raise KeyboardInterrupt
             return
         if result.status == "failed":
-            assert result.error is not None
-            raise AgentRunFailed(result.error)
+            result.raise_for_status()
 
     # -- %agent ----------------------------------------------------------------------------------
 

@@ -90,7 +90,15 @@ class DisplayRenderer:
 
 #: Events after which a block may have become complete.
 _BOUNDARIES = frozenset(
-    {"text_end", "thinking_end", "tool_result", "warning", "ask_user_answered", "run_finished", "run_failed"}
+    {
+        "text_end",
+        "thinking_end",
+        "tool_result",
+        "run_warning",
+        "ask_user_answered",
+        "run_finished",
+        "run_failed",
+    }
 )
 
 
@@ -151,7 +159,7 @@ class TerminalRenderer:
             out.write(f"→ {self._labels.get(event.call_id, event.name)} {mark}\n")
             if event.is_error:
                 out.write(_indent(_preview(event.content)) + "\n")
-        elif isinstance(event, ev.Warning):
+        elif isinstance(event, ev.RunWarning):
             print(f"ipyagent: {event.message}", file=sys.stderr)
         out.flush()
 
@@ -160,7 +168,7 @@ class TerminalRenderer:
 
     def finish(self, result: RunResult | None) -> None:
         if result is not None and result.status == "exhausted":
-            print(f"⚠ {result.message}")
+            print(f"⚠ {result.reason}")
 
 
 class QuietRenderer:

@@ -266,7 +266,7 @@ class ViewReducer:
             )
         elif isinstance(event, ev.AskUserAnswered):
             self._set(event.question_id, answer=event.answer)
-        elif isinstance(event, ev.Warning):
+        elif isinstance(event, ev.RunWarning):
             self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
         elif isinstance(event, ev.RequestError):
             if event.will_retry:  # the failed attempt's output is discarded, as the agent does

@@ -10,6 +10,7 @@ import pytest
 from ipyagent.agentlib import errors
 from ipyagent.agentlib.errors import (
     AgentError,
+    AgentRunFailed,
     AuthenticationError,
     ContextOverflowError,
     ErrorInfo,
@@ -39,6 +40,7 @@ DEFAULTS: dict[type[AgentError], tuple[Layer, str, bool]] = {
     TransportError: ("transport", "transport_error", True),
     HookError: ("hook", "hook_failed", False),
     RunError: ("run", "run_failed", False),
+    AgentRunFailed: ("run", "run_failed", False),
 }
 CLASSES = list(DEFAULTS)
 

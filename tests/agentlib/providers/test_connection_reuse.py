@@ -60,7 +60,7 @@ def agent(**options: Any) -> Agent:
 
 def warnings_of(a: Agent) -> list[AgentEvent]:
     seen: list[AgentEvent] = []
-    a.on("warning", seen.append)
+    a.on("run_warning", seen.append)
     return seen
 
 
