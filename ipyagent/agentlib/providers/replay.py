@@ -44,6 +44,7 @@ from typing import Any, Literal
 from .. import errors as _errors
 from ..atomic import atomic_write
 from ..errors import AgentError, ErrorInfo, ProviderError, UserError
+from ..jsonl import append_line, json_line, open_for_append
 from ..messages import Message
 from ..model import PROVIDER_EVENT_ADAPTER, ModelRequest, Provider, ProviderEvent, open_stream
 from ..redact import known_secrets, map_strings, redact, redact_strings
@@ -147,15 +148,15 @@ class Cassette:
         line["events"] = record.events
         line["error"], line["cancelled"] = record.error, record.cancelled
         line = redact_strings(line, known_secrets())
-        text = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
-        if self.written == 0:
-            header = json.dumps({"format": FORMAT, "version": VERSION}) + "\n"
-            atomic_write(self.path, header + text)
+        text = json_line(line)
+        if self.written == 0:  # a new recording replaces any earlier cassette, whole
+            atomic_write(self.path, json_line({"format": FORMAT, "version": VERSION}) + text)
         else:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
+            fd = open_for_append(self.path, create=False)
+            try:
+                append_line(fd, text)
+            finally:
+                os.close(fd)
         self.written += 1
 
     def __repr__(self) -> str:
