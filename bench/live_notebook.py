@@ -9,7 +9,10 @@ whose main shell is busy, through the comm's subshell on ipykernel 7):
 
 - ping ms: ``request("ping")``, the protocol's empty request (p50 / p95 over --pings);
 - read ms: ``read()``, the whole document as the page shows it, validated into a
-  ``LiveDocument`` (p50 / p95 over --reads); KB: the size of one answer.
+  ``LiveDocument`` (p50 / p95 over --reads); KB: the size of one answer;
+- read_cells ms: the agent's ``read_cells()`` on the live document: one page (about 20,000
+  characters) asked of the page and shown as the tool's text (p50 / p95 over --reads); KB: the
+  size of the page's answer.
 
 Prints a table, writes bench/results/live_notebook.json. Needs Debian's chromium and Playwright.
 """
@@ -48,9 +51,22 @@ def timed(fn, n):
         out.append((time.perf_counter() - start) * 1000)
     return out
 size = len(json.dumps(live.request("read_notebook", {"max_output_chars": 2000})))
+page = {"max_output_chars": 1500, "start": 0, "page_chars": 20000}
+page_size = len(json.dumps(live.request("read_notebook", page)))
+from ipyagent.kernel.tools.notebook import notebook_tools
+tools = notebook_tools(get_ipython(), kernel_state(get_ipython()).main, None, live=live)
+read_cells = {t.name: t.function for t in tools}["read_cells"]
+assert read_cells().startswith("(live document:")
 print(json.dumps({"ping": timed(lambda: live.request("ping", {}), %(pings)d),
-                  "read": timed(live.read, %(reads)d), "bytes": size}))
+                  "read": timed(live.read, %(reads)d), "bytes": size,
+                  "read_cells": timed(read_cells, %(reads)d), "page_bytes": page_size}))
 """
+
+
+COLUMNS = [
+    "cells", "ping p50 ms", "ping p95 ms", "read p50 ms", "read p95 ms", "KB",
+    "read_cells p50 ms", "read_cells p95 ms", "page KB",
+]  # fmt: skip
 
 
 def free_port() -> int:
@@ -175,9 +191,11 @@ def main() -> None:
                     result = json.loads(run_cell_and_wait(page, 1))
                     runs[size] = result
                     ping, read = result["ping"], result["read"]
+                    tool = result["read_cells"]
                     rows.append(
                         [size, percentile(ping, 50), percentile(ping, 95), percentile(read, 50),
-                         percentile(read, 95), result["bytes"] / 1024]
+                         percentile(read, 95), result["bytes"] / 1024, percentile(tool, 50),
+                         percentile(tool, 95), result["page_bytes"] / 1024]
                     )  # fmt: skip
                     page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
                     page.close()
@@ -187,7 +205,7 @@ def main() -> None:
             process.wait(timeout=30)
     report(
         "live_notebook",
-        ["cells", "ping p50 ms", "ping p95 ms", "read p50 ms", "read p95 ms", "KB"],
+        COLUMNS,
         rows,
         {"pings": args.pings, "reads": args.reads, "runs": runs},
     )

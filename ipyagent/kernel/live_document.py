@@ -1,9 +1,11 @@
 """The live document: the open notebook as the user sees it, read from the page.
 
 :class:`LiveDocument` is what the page answers to ``read_notebook`` (``labext/src/snapshot.js``
-builds it from the notebook model, so unsaved edits are in it), validated here at the boundary.
-Loaded on the first read, not at ``%load_ext`` (it needs pydantic). The channel that fetches it
-is :mod:`.live_notebook`.
+builds it from the notebook model, so unsaved edits are in it), validated here at the boundary:
+all the cells, or a range of them, with what the agent must know of the whole document (how
+many cells, which are active, selected, running, failed last, and where they are). Loaded on
+the first read, not at ``%load_ext`` (it needs pydantic). The channel that fetches it is
+:mod:`.live_notebook`; the tools show it with :mod:`.tools._live_cells`.
 
 Errors of the channel::
 
@@ -16,9 +18,9 @@ Errors of the channel::
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..agentlib.errors import AgentError
 
@@ -84,7 +86,8 @@ class LiveCell(_Frozen):
     cell_type: Literal["code", "markdown", "raw"]
     source: str
     execution_count: int | None = None
-    #: The cell is executing now (queued cells are not).
+    #: The cell was sent to the kernel and has not finished: JupyterLab marks every cell of a
+    #: Run All at once, so queued cells count too.
     running: bool = False
     outputs: tuple[LiveOutput, ...] = ()
 
@@ -94,24 +97,65 @@ class LiveCell(_Frozen):
 
 
 class LiveDocument(_Frozen):
-    """The open notebook, unsaved edits included, as one page showed it when asked."""
+    """The open notebook, unsaved edits included, as one page showed it when asked: every cell,
+    or the range read (``cells`` from index ``start``, of ``total``)."""
 
     #: The notebook's path, relative to the server's root.
     path: str
     #: The document has changes not yet saved to the file.
     dirty: bool
     cells: tuple[LiveCell, ...]
+    #: Index of ``cells[0]`` in the document.
+    start: int = 0
+    #: Cells in the document (more than ``cells`` when a range was read).
+    total: int
     active_cell_id: str | None = None
     selected_cell_ids: tuple[str, ...] = ()
+    #: The cells sent to the kernel and not finished, in the whole document.
+    running_cell_ids: tuple[str, ...] = ()
+    #: The cell with an error output and the highest execution count, in the whole document.
+    last_failed_cell_id: str | None = None
+    #: Where the cells named above are, read or not.
+    index_of: dict[str, int] = Field(default_factory=dict)
     #: The page that answered, e.g. "JupyterLab 4.6.6" (from its hello).
     client: str = ""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_document(cls, data: Any) -> Any:
+        """A snapshot without the document-wide fields is the whole document: they are found
+        in its cells."""
+        if not isinstance(data, dict) or "total" in data:
+            return data
+        cells = [c for c in data.get("cells") or () if isinstance(c, dict)]
+        failed = [
+            (c.get("execution_count") or 0, c.get("id"))
+            for c in cells
+            if c.get("execution_count") is not None
+            and any(isinstance(o, dict) and o.get("type") == "error" for o in c.get("outputs") or ())
+        ]
+        return {
+            "total": len(cells),
+            "running_cell_ids": [c.get("id") for c in cells if c.get("running")],
+            "last_failed_cell_id": max(failed)[1] if failed else None,
+            "index_of": {c.get("id"): i for i, c in enumerate(cells)},
+            **data,
+        }
+
     def cell(self, cell_id: str) -> LiveCell | None:
+        """The cell ``cell_id``, if it is among the cells read."""
         return next((c for c in self.cells if c.id == cell_id), None)
+
+    def index(self, cell_id: str) -> int | None:
+        """Where ``cell_id`` is in the document, if it was read or is one of the cells named."""
+        for offset, cell in enumerate(self.cells):
+            if cell.id == cell_id:
+                return self.start + offset
+        return self.index_of.get(cell_id)
 
     @property
     def active_cell(self) -> LiveCell | None:
-        """The cell the user is on."""
+        """The cell the user is on (if read)."""
         return None if self.active_cell_id is None else self.cell(self.active_cell_id)
 
     @property
@@ -121,14 +165,16 @@ class LiveDocument(_Frozen):
 
     @property
     def running_cells(self) -> tuple[LiveCell, ...]:
-        """Cells executing now: during a ``%%agent`` run, the agent's own cell among them."""
-        return tuple(c for c in self.cells if c.running)
+        """Cells sent to the kernel and not finished (if read): during a ``%%agent`` run, the
+        agent's own cell among them."""
+        running = set(self.running_cell_ids)
+        return tuple(c for c in self.cells if c.id in running)
 
     @property
     def last_failed_cell(self) -> LiveCell | None:
-        """The cell that failed last: the one with an error and the highest execution count."""
-        failed = [c for c in self.cells if c.error is not None and c.execution_count is not None]
-        return max(failed, key=lambda c: c.execution_count or 0, default=None)
+        """The cell that failed last (if read): the one with an error and the highest
+        execution count."""
+        return None if self.last_failed_cell_id is None else self.cell(self.last_failed_cell_id)
 
 
 class LiveNotebookError(AgentError):

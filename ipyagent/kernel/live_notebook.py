@@ -41,6 +41,7 @@ from .live_protocol import (
     Announce,
     Hello,
     Method,
+    ReadNotebookParams,
     Request,
     Response,
     answer_hello,
@@ -220,14 +221,29 @@ class LiveNotebook:
         return response.get("result", {})
 
     def read(
-        self, *, timeout: float = READ_TIMEOUT, max_output_chars: int = MAX_OUTPUT_CHARS
+        self,
+        *,
+        timeout: float = READ_TIMEOUT,
+        max_output_chars: int = MAX_OUTPUT_CHARS,
+        start: int | None = None,
+        limit: int | None = None,
+        page_chars: int | None = None,
     ) -> LiveDocument:
-        """The open notebook as the page shows it now (unsaved edits included)."""
+        """The open notebook as the page shows it now (unsaved edits included): every cell, or
+        those from ``start``, at most ``limit`` of them and about ``page_chars`` characters
+        (always one)."""
         from pydantic import ValidationError
 
         from .live_document import LiveDocument, PageError
 
-        result = self.request("read_notebook", {"max_output_chars": max_output_chars}, timeout=timeout)
+        params = ReadNotebookParams(max_output_chars=max_output_chars)
+        if start is not None:
+            params["start"] = start
+        if limit is not None:
+            params["limit"] = limit
+        if page_chars is not None:
+            params["page_chars"] = page_chars
+        result = self.request("read_notebook", dict(params), timeout=timeout)
         state = self.state()
         client = state.client if isinstance(state, Connected) else ""
         try:

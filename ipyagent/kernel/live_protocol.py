@@ -26,6 +26,7 @@ __all__ = [
     "Method",
     "Mismatch",
     "PageMessage",
+    "ReadNotebookParams",
     "Request",
     "Response",
     "Welcome",
@@ -36,7 +37,9 @@ __all__ = [
 
 #: The protocol this kernel speaks. Bump it with any change a page of the previous release
 #: would misread; ``labext/src/protocol.js`` says the same number (a test checks).
-PROTOCOL: Final = 1
+#: 2: ``read_notebook`` reads a range of cells (:class:`ReadNotebookParams`) and says where the
+#: notable cells are; a page of protocol 1 would answer every cell and none of that.
+PROTOCOL: Final = 2
 #: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
 TARGET: Final = "ipyagent.notebook"
 #: The comm target of the page: the kernel opens a comm to it to say that ipyagent is loaded,
@@ -102,6 +105,19 @@ class Request(TypedDict):
 
 
 KernelMessage = Announce | Welcome | Mismatch | Request
+
+
+class ReadNotebookParams(TypedDict, total=False):
+    """What ``read_notebook`` reads; without a bound, every cell."""
+
+    #: Characters kept of each output (the tail of a stream or a traceback, the head of a result).
+    max_output_chars: int
+    #: Index of the first cell.
+    start: int
+    #: At most this many cells.
+    limit: int
+    #: At most about this many characters of sources and outputs, but always one cell.
+    page_chars: int
 
 
 def parse_page_message(data: object) -> PageMessage | None:

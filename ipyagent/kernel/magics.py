@@ -18,7 +18,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
-from .front_end import no_front_end
+from .front_end import no_front_end, running_cell_id
 from .interpolate import interpolate
 from .notebook_path import former_sessions, session_file
 from .runner import run_blocking
@@ -159,7 +159,7 @@ class AgentMagics(Magics):
         if not prompt:
             raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
         agent = self._agent(args.session, new=args.new)
-        self._configure(agent, args)
+        self._configure(agent, args, cell_id=running_cell_id(self.shell))
         with pump_comm_messages(self.shell) as poll:
             renderer = self._renderer(agent, args.quiet, poll)
             result, interrupted = run_blocking(
@@ -169,7 +169,9 @@ class AgentMagics(Magics):
             self.shell.user_ns[args.output] = result
         return self._conclude(result, interrupted)
 
-    def _configure(self, agent: Agent, args: Any) -> None:
+    def _configure(self, agent: Agent, args: Any, *, cell_id: str | None = None) -> None:
+        """Settle the run's model, permissions and tools; ``cell_id``: the notebook cell the run
+        is in (a ``%%agent`` cell; a chat is in none)."""
         from .cassettes import replay_mode
 
         model = replay_mode().wrap(self._resolve_model(args.model), self.state.notebook)
@@ -203,6 +205,8 @@ class AgentMagics(Magics):
             history=self.state.history,
             namespace=self.shell.user_ns if self.shell is not None else None,
             protected=protected,
+            live=self.state.live,
+            cell_id=cell_id,
         ):
             agent.add_tool(t)
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run

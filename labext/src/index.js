@@ -203,8 +203,13 @@ class Link {
       case "read_notebook": {
         const view = this.current;
         if (!view) throw new Error("the notebook is no longer open in this page");
-        const maxChars = params && Number.isInteger(params.max_output_chars) ? params.max_output_chars : undefined;
-        return documentSnapshot(view, { maxChars });
+        const p = params || {};
+        return documentSnapshot(view, {
+          maxChars: Number.isInteger(p.max_output_chars) ? p.max_output_chars : undefined,
+          start: p.start,
+          limit: p.limit,
+          pageChars: p.page_chars,
+        });
       }
       default:
         throw new Error(

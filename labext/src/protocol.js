@@ -1,8 +1,9 @@
 // The page's half of the live-notebook protocol (the kernel's half: ipyagent/kernel/live_protocol.py;
 // both are described in docs/live-notebook-protocol.md). Pure: no JupyterLab import, tested by node.
 
-/** The protocol this page speaks; the kernel must speak the same number (a test checks both). */
-export const PROTOCOL = 1;
+/** The protocol this page speaks; the kernel must speak the same number (a test checks both).
+ * 2: `read_notebook` reads a range of cells and says where the notable ones are. */
+export const PROTOCOL = 2;
 /** The comm target the kernel registers at `%load_ext ipyagent`; the page opens comms to it. */
 export const TARGET = "ipyagent.notebook";
 /** The comm target the page registers: the kernel opens a comm to it to say "ipyagent is loaded". */

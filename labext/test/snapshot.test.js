@@ -10,7 +10,7 @@ function codeCell(id, source, { count = null, outputs = [], state = "idle" } = {
     sharedModel: { getSource: () => source },
     executionCount: count,
     executionState: state,
-    outputs: { toJSON: () => outputs },
+    outputs: { toJSON: () => outputs, length: outputs.length, get: (i) => ({ type: outputs[i].output_type }) },
   };
 }
 
@@ -83,4 +83,47 @@ test("a cell's outputs use the kernel's limit", () => {
   const cells = [codeCell("c1", "print('x' * 100)", { outputs: [{ output_type: "stream", name: "stdout", text: "x".repeat(100) }] })];
   const snapshot = documentSnapshot(panel(cells, { active: "c1" }), { maxChars: 5 });
   assert.deepEqual(snapshot.cells[0].outputs, [{ type: "stream", name: "stdout", text: "xxxxx", omitted: 95 }]);
+});
+
+function numbered(count, extra = {}) {
+  return Array.from({ length: count }, (_, i) => codeCell(`c${i}`, `x = ${i}`, { count: i + 1, ...(extra[i] || {}) }));
+}
+
+const error = { output_type: "error", ename: "ValueError", evalue: "bad", traceback: ["tb"] };
+
+test("a read covers a range of cells and says where the notable ones are, inside it or not", () => {
+  const cells = numbered(10, { 2: { outputs: [error], count: 5 }, 7: { outputs: [error], count: 3 }, 9: { state: "running" } });
+  cells[9].executionCount = null;
+  const snapshot = documentSnapshot(panel(cells, { active: "c8", selected: ["c6", "c7"] }), { start: 4, limit: 3 });
+  assert.equal(snapshot.start, 4);
+  assert.equal(snapshot.total, 10);
+  assert.deepEqual(
+    snapshot.cells.map((c) => c.id),
+    ["c4", "c5", "c6"],
+  );
+  assert.equal(snapshot.active_cell_id, "c8");
+  assert.deepEqual(snapshot.selected_cell_ids, ["c6", "c7", "c8"]);
+  assert.deepEqual(snapshot.running_cell_ids, ["c9"]);
+  // The failed cell that ran last (In [5]), not the one further down (In [3]).
+  assert.equal(snapshot.last_failed_cell_id, "c2");
+  assert.deepEqual(snapshot.index_of, { c2: 2, c6: 6, c7: 7, c8: 8, c9: 9 });
+});
+
+test("a read stops at its character budget, but always gives one cell", () => {
+  const cells = numbered(50);
+  const big = [codeCell("huge", "y".repeat(5000)), ...cells];
+  const first = documentSnapshot(panel(big, { active: "c0" }), { pageChars: 1000 });
+  assert.deepEqual(first.cells.map((c) => c.id), ["huge"]);
+  const next = documentSnapshot(panel(big, { active: "c0" }), { start: 1, pageChars: 1000 });
+  assert.ok(next.cells.length > 1 && next.cells.length < 50, `${next.cells.length} cells`);
+  assert.deepEqual(next.cells[0].id, "c0");
+  const rest = documentSnapshot(panel(big, { active: "c0" }), { start: 40 });
+  assert.deepEqual(rest.cells.map((c) => c.id), ["c39", "c40", "c41", "c42", "c43", "c44", "c45", "c46", "c47", "c48", "c49"]);
+});
+
+test("a start past the end reads no cells and still counts them", () => {
+  const snapshot = documentSnapshot(panel(numbered(3), { active: "c0" }), { start: 7 });
+  assert.equal(snapshot.start, 3);
+  assert.equal(snapshot.total, 3);
+  assert.deepEqual(snapshot.cells, []);
 });

@@ -1,7 +1,7 @@
 """ipyagent's JupyterLab extension in a real JupyterLab: the kernel reads the open document —
 an edit the user has typed and not saved, the active cell — from a cell that is still running,
-and a page and kernel that speak different protocols say what to do.
-Screenshots go to tests/browser/screenshots/live_notebook/."""
+the agent's read_cells sees it too, and a page and kernel that speak different protocols say
+what to do. Screenshots go to tests/browser/screenshots/live_notebook/."""
 
 from __future__ import annotations
 
@@ -73,6 +73,62 @@ def test_the_kernel_reads_unsaved_edits_while_its_cell_runs(page: Any, lab: Lab)
     assert seen["running"] == [ids[2]], "the probe saw its own cell running"
     assert seen["dirty"] is True
     assert seen["client"].startswith("JupyterLab 4")
+    saved = nbformat.read(str(lab.root / name), as_version=4)
+    assert saved.cells[1].source == "x = 1", "the edit was read from the page, not from the file"
+
+
+# A model that calls read_cells once the test says the user is done typing (the file "live-go"
+# appears beside the notebook), then answers.
+AGENT_SETUP = """
+%load_ext ipyagent
+import time
+from pathlib import Path
+from ipyagent.testing import ScriptedModel, tool_call
+
+def when_the_user_is_done(request):
+    deadline = time.monotonic() + 60
+    while not Path("live-go").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [tool_call("read_cells", {})]
+
+m = ScriptedModel([when_the_user_is_done, "Read."])
+"""
+
+
+def test_the_agents_read_cells_sees_an_unsaved_edit_and_the_users_cell(page: Any, lab: Lab) -> None:
+    name = write_notebook(
+        lab,
+        "agent-reads.ipynb",
+        [
+            AGENT_SETUP,
+            "x = 1",
+            "%%agent -m m -o res --tools notebook\nRead the notebook.",
+            "print([b.content for m in res.messages for b in m.tool_results][0])",
+        ],
+    )
+    open_notebook(page, lab, name)
+    run_cell(page, 0)
+    wait_cell_done(page, 0)
+    run_cell(page, 2)
+    # While the agent's cell runs, the user types into cell 1 (and does not save).
+    editor = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.type(" + 41")
+    (lab.root / "live-go").touch()
+    wait_cell_done(page, 2, timeout=90_000)
+    screenshot(page, "live_notebook", "4-agent-read-cells")
+    run_cell(page, 3)
+    wait_cell_done(page, 3)
+
+    ids = cell_ids(page)
+    seen = outputs_text(page, 3)
+    assert seen.startswith(f"(live document: {name} as the user sees it now in JupyterLab 4"), seen
+    assert "with unsaved changes; 4 cells." in seen
+    assert f"This agent runs in cell [2] id={ids[2]}." in seen
+    assert f"The user is on cell [1] id={ids[1]}." in seen
+    assert f"[1] id={ids[1]} code (the user's active cell)\nx = 1 + 41\n" in seen
+    assert f"[2] id={ids[2]} code (running; this agent's cell)\n%%agent -m m" in seen
     saved = nbformat.read(str(lab.root / name), as_version=4)
     assert saved.cells[1].source == "x = 1", "the edit was read from the page, not from the file"
 
