@@ -1,7 +1,8 @@
 """The anywidget views' kernel side: state, batched patches, and the buttons' messages.
 
 :class:`AgentView` is what both views share; :class:`RunView` shows one ``%%agent`` run. The
-front end (``static/run_view.js``, built from ``js/src``) applies the patches and renders; the
+front end (built from ``js/src``) applies the patches and renders: each view's ``_esm`` is a
+small loader of the front end's runtime, which a page loads once (see :mod:`.runtime`). The
 protocol is in docs/widget-protocol.md.
 
 Threads: events are fed on the thread that renders (the kernel's main thread for a ``%%agent``
@@ -21,6 +22,7 @@ import anywidget
 import traitlets
 
 from .reducer import ViewReducer
+from .runtime import REQUESTS
 from .transport import DEFAULT_INTERVAL, Throttle
 
 if TYPE_CHECKING:
@@ -39,7 +41,7 @@ HELLO_GRACE = 2.0
 class AgentView(anywidget.AnyWidget):
     """What both views share: the state trait, patches, hello/ack and the agent's buttons."""
 
-    _css = STATIC / "ipyagent.css"
+    # No ``_css``: the stylesheet comes with the runtime, once per page.
     state = traitlets.Dict().tag(sync=True)
     view_kind = "view"
 
@@ -130,6 +132,8 @@ class AgentView(anywidget.AnyWidget):
                 with self.lock:
                     self.reducer.set_live(True)
                     self.publish()
+        elif action == "runtime":
+            REQUESTS.answer(self, content)
         elif action == "stop" and agent is not None:
             agent.cancel()
         elif action == "permission" and agent is not None:
