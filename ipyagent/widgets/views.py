@@ -23,7 +23,7 @@ import traitlets
 
 from .reducer import ViewReducer
 from .runtime import REQUESTS
-from .transport import DEFAULT_INTERVAL, Throttle
+from .transport import DEFAULT_INTERVAL, Throttle, write_quietly
 
 if TYPE_CHECKING:
     from ..agentlib.agent import Agent
@@ -61,6 +61,8 @@ class AgentView(anywidget.AnyWidget):
         self.throttle = Throttle(self.reducer, self.send, interval=interval)
         self.live = threading.Event()
         self.state = copy.deepcopy(self.reducer.state)
+        #: The ``seq`` of the last whole state sent to the front ends (see :meth:`resync`).
+        self.sent_seq = self.state["seq"]
         self.on_msg(self._on_frontend_message)
         _keep_subshell_routing(self)
 
@@ -75,11 +77,34 @@ class AgentView(anywidget.AnyWidget):
             self.throttle.tick()
 
     def publish(self) -> None:
-        """Send what is pending and write the complete state to the trait (saved with the
-        notebook, shown again after a reload)."""
+        """Send what is pending and write the complete state to the trait (what a reloaded page
+        and nbclient's saved widget state get).
+
+        Once a front end is live it has that state already, built from the patches (it asks for
+        the whole state when it misses one, :meth:`resync`): the trait is then written without
+        sending the run's text a second time."""
         with self.lock:
             self.throttle.flush()
-            self.state = copy.deepcopy(self.reducer.state)
+            state = copy.deepcopy(self.reducer.state)
+            if self.live.is_set():
+                write_quietly(self, "state", state)
+            else:
+                self.state = state
+                self.sent_seq = state["seq"]
+
+    def resync(self, seq: Any) -> None:
+        """A front end has folded in the patches up to ``seq``; send it the whole state if it is
+        behind, unless a whole state sent since that point is on its way to it already."""
+        with self.lock:
+            if not isinstance(seq, int) or seq < self.sent_seq or seq >= self.reducer.state["seq"]:
+                return  # what it lacks comes with the next patches, or with that whole state
+            self.throttle.flush()
+            state = copy.deepcopy(self.reducer.state)
+            if state == self.state:
+                self.send_state("state")  # the trait was written quietly: same value, send it
+            else:
+                self.state = state
+            self.sent_seq = state["seq"]
 
     # -- the agent's questions -------------------------------------------------------------------
 
@@ -128,10 +153,12 @@ class AgentView(anywidget.AnyWidget):
             first = not self.live.is_set()
             self.live.set()
             self.send({"kind": "ack", "of": "hello"})
-            if first:  # a view opened mid-run (a reload) catches up from the whole state
+            if first:  # (a page that missed patches asks for the whole state itself: "sync")
                 with self.lock:
                     self.reducer.set_live(True)
                     self.publish()
+        elif action == "sync":
+            self.resync(content.get("seq"))
         elif action == "runtime":
             REQUESTS.answer(self, content)
         elif action == "stop" and agent is not None:

@@ -1,9 +1,11 @@
-// Loading the runtime once per page (js/src/loader.js), without a browser: stand-in models record
-// what they send, a stand-in import turns the kernel's answer into a module, timers run by hand.
+// Loading the runtime once per page (js/src/loader.js) and keeping a model's state on the page
+// (StateKeeper in js/src/runtime.js), without a browser: stand-in models record what they send, a
+// stand-in import turns the kernel's answer into a module, timers run by hand.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { FALLBACK_AFTER_MS, RETRY_MS, runtimeLoader, widget } from "../src/loader.js";
+import { StateKeeper, SYNC_RETRY_MS } from "../src/runtime.js";
 
 class Model {
   constructor(values = {}, { dead = false } = {}) {
@@ -295,5 +297,61 @@ describe("the runtime loads once per page", () => {
     model.answer("h1");
     await settle();
     assert.equal(el.text, "live run");
+  });
+});
+
+describe("StateKeeper", () => {
+  const patches = (seq, value) => ({
+    kind: "patches",
+    seq,
+    patches: [{ op: "append", id: "t", field: "text", value }],
+  });
+  const start = (state) => {
+    const timers = new Timers();
+    const model = new Model({ state });
+    const keeper = new StateKeeper(model, timers);
+    keeper.start();
+    return { model, timers, keeper };
+  };
+  const syncs = (model) => model.sent.filter((m) => m.action === "sync");
+  const text = (model) => model.get("state").blocks[0].text;
+  const base = () => ({ seq: 2, status: "running", blocks: [{ id: "t", kind: "text", text: "a" }] });
+
+  test("the model's state follows the patches, on the page only", () => {
+    const raw = base();
+    const { model } = start(raw);
+    assert.deepEqual(syncs(model), [{ action: "sync", seq: 2 }], "says how far it got, once");
+    model.emit("msg:custom", patches(3, "b"));
+    model.emit("msg:custom", patches(4, "c"));
+    model.emit("msg:custom", patches(4, "c")); // repeated: ignored
+    assert.equal(text(model), "abc");
+    assert.equal(model.get("state").seq, 4);
+    assert.equal(raw.blocks[0].text, "a", "the value the kernel sent is not changed");
+    assert.ok(model.sets.every((s) => s.key === "state" && s.options.silent === true));
+    assert.equal(syncs(model).length, 1);
+  });
+
+  test("a gap asks for the whole state once, and the whole state repairs it", () => {
+    const { model, timers } = start(base());
+    model.emit("msg:custom", patches(4, "X")); // 3 went missing
+    model.emit("msg:custom", patches(5, "Y"));
+    assert.equal(text(model), "a", "nothing built on the hole");
+    assert.equal(syncs(model).length, 1, "the first question is still open");
+    timers.advance(SYNC_RETRY_MS);
+    model.emit("msg:custom", patches(6, "Z"));
+    assert.deepEqual(syncs(model).at(-1), { action: "sync", seq: 2 });
+    // The kernel sends the whole state: it replaces the page's copy; the next patch applies.
+    model.values.state = { seq: 6, status: "running", blocks: [{ id: "t", kind: "text", text: "abcXYZ" }] };
+    model.emit("change:state");
+    model.emit("msg:custom", patches(7, "!"));
+    assert.equal(text(model), "abcXYZ!");
+  });
+
+  test("a model without a kernel keeps its saved state and asks nothing", () => {
+    const timers = new Timers();
+    const model = new Model({ state: base() }, { dead: true });
+    new StateKeeper(model, timers).start();
+    assert.equal(text(model), "a");
+    assert.equal(timers.pending.size, 0);
   });
 });

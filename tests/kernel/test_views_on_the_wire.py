@@ -2,8 +2,9 @@
 view, the front-end runtime once per page (even while the cell blocks), the run's text once, and
 the whole final state kept for a page that loads later (docs/widget-protocol.md).
 
-The test plays the page's part as JupyterLab does: comm messages on a subshell where the kernel
-has them (ipykernel 7), else on the shell (ipykernel 6, where the waiting cell pumps them)."""
+The test plays the page's part as JupyterLab does: it renders a view when the view is displayed,
+and sends comm messages on a subshell where the kernel has them (ipykernel 7), else on the shell
+(ipykernel 6, where the waiting cell pumps them)."""
 
 from __future__ import annotations
 
@@ -43,9 +44,11 @@ class Page:
         self.sent.add(msg["header"]["msg_id"])
         self.kc.shell_channel.send(msg)
 
-    def run(self, code: str, on_open: Any = None, settle: float = 1.0) -> list[dict[str, Any]]:
-        """Run a cell; its iopub messages and the replies to this page's messages, in order,
-        each with ``during`` (True while the cell still ran)."""
+    def run(self, code: str, on_view: Any = None, settle: float = 1.0) -> list[dict[str, Any]]:
+        """Run a cell, calling ``on_view(comm_id, comm_open)`` when a run view is displayed;
+        return its iopub messages and the replies to this page's messages, in order, each with
+        ``during`` (True while the cell still ran)."""
+        opened: dict[str, dict[str, Any]] = {}
         msg_id = self.kc.execute(code)
         seen: list[dict[str, Any]] = []
         running, until = True, float("inf")
@@ -59,8 +62,12 @@ class Page:
                 continue
             msg["during"] = running
             seen.append(msg)
-            if msg["msg_type"] == "comm_open" and on_open is not None:
-                on_open(msg["content"])
+            content = msg["content"]
+            if msg["msg_type"] == "comm_open" and content["data"]["state"].get("_anywidget_id") == VIEW:
+                opened[content["comm_id"]] = content
+            shown = (content.get("data") or {}).get("application/vnd.jupyter.widget-view+json")
+            if msg["msg_type"] == "display_data" and shown and on_view is not None:
+                on_view(shown["model_id"], opened[shown["model_id"]])
             idle = msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle"
             if parent == msg_id and idle:
                 running, until = False, time.monotonic() + settle
@@ -106,16 +113,15 @@ def text_of(state: dict[str, Any]) -> str:
 def test_a_view_opens_small_and_the_page_gets_the_runtime_once_while_the_cell_runs(kernel: Kernel) -> None:
     kernel.run(SETUP + f"m = ScriptedModel([[text({WORDS!r})]], chunk_size=8, delay=0.01)")
     page = Page(kernel)
-    opens: list[dict[str, Any]] = []
+    views: list[dict[str, Any]] = []
 
-    def opened(content: dict[str, Any]) -> None:
-        opens.append(content)
-        if content["data"]["state"].get("_anywidget_id") == VIEW:
-            for round_ in (1, 1, 1, 2):  # repeated, as a page does until answered; then a new round
-                page.custom(content["comm_id"], {"action": "runtime", "page": "p", "round": round_})
+    def shown(comm_id: str, opened: dict[str, Any]) -> None:
+        views.append(opened)
+        for round_ in (1, 1, 1, 2):  # repeated, as a page does until answered; then a new round
+            page.custom(comm_id, {"action": "runtime", "page": "p", "round": round_})
 
-    seen = page.run("%%agent -m m\nGo.", opened)
-    [view] = [o for o in opens if o["data"]["state"].get("_anywidget_id") == VIEW]
+    seen = page.run("%%agent -m m\nGo.", shown)
+    [view] = views
     esm = view["data"]["state"]["_esm"]
     assert len(json.dumps(view)) < 10_000, "the view's comm_open carries a loader, not the views' code"
     assert "_css" not in view["data"]["state"], "the stylesheet comes with the runtime"
@@ -128,6 +134,45 @@ def test_a_view_opens_small_and_the_page_gets_the_runtime_once_while_the_cell_ru
     assert [custom(m)["hash"] for m in answers] == [digest, digest]
     assert [bytes(m["buffers"][0]) for m in answers] == [code, code], "the code as a binary buffer"
     assert re.search(rf'"{digest}"', esm), "the loader asks for the runtime this kernel has"
+
+
+def test_with_a_page_the_run_s_text_goes_once_and_the_final_state_stays_in_the_kernel(kernel: Kernel) -> None:
+    kernel.run(SETUP + f"m = ScriptedModel([[text({WORDS!r})]], chunk_size=8, delay=0.005)")
+    page = Page(kernel)
+    views: list[str] = []
+
+    def shown(comm_id: str, opened: dict[str, Any]) -> None:
+        views.append(comm_id)
+        page.custom(comm_id, {"action": "sync", "seq": opened["data"]["state"]["state"].get("seq", 0)})
+        page.custom(comm_id, {"action": "hello"})
+
+    seen = page.run("%%agent -m m\nGo.", shown)
+    [comm_id] = views
+    appended = "".join(
+        p.get("value", "")
+        for m in seen
+        for p in custom(m).get("patches", [])
+        if p["op"] == "append" and p["field"] == "text"
+    )
+    assert appended == WORDS, "the patches carry the text"
+    assert all(WORDS not in text_of(s) for s in state_updates(seen)), "...and nothing sends it again"
+    assert not [m for m in seen if m["msg_type"] == "display_data" and WORDS in json.dumps(m["content"])]
+
+    # A page loaded now (a reload) asks for the view's state: the kernel kept the final one.
+    page.send(comm_id, {"method": "request_state"})
+    [reloaded] = state_updates(page.settle())
+    assert text_of(reloaded) == WORDS
+    assert reloaded["status"] == "completed"
+    final = reloaded["seq"]
+
+    # A page that missed patches says how far it got and gets the whole state, once; a page that
+    # has everything gets nothing.
+    page.custom(comm_id, {"action": "sync", "seq": final - 2})
+    [whole] = state_updates(page.settle())
+    assert whole == reloaded
+    page.custom(comm_id, {"action": "sync", "seq": final})
+    page.custom(comm_id, {"action": "sync", "seq": final - 2})  # the whole state is on its way
+    assert state_updates(page.settle()) == []
 
 
 def test_with_no_page_the_final_state_is_sent_for_nbclient_to_keep(kernel: Kernel) -> None:
