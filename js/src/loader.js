@@ -1,12 +1,11 @@
 // The small module anywidget loads for every run view and chat (their `_esm`), in place of the
 // views' code itself. That code — the runtime: the views, marked, DOMPurify, highlight.js and
-// the stylesheet, ~150 KB — is loaded once per page: a view finds it already loaded (a page-global
+// the stylesheet, ~160 KB — is loaded once per page: a view finds it already loaded (a page-global
 // registry keyed by the runtime's hash), or waits for the one request in flight, or asks the
 // kernel for it (`{action: "runtime"}` on its comm; the kernel answers `{kind: "runtime", hash}`
-// with the code as a binary buffer, once per page). Views may initialize and render in any order;
-// a reloaded page starts with an empty registry and asks again. If no kernel answers (a notebook
-// reopened without its kernel), the view shows the text its saved state holds until the runtime
-// comes.
+// with the code as a binary buffer). Views may initialize and render in any order; a reloaded
+// page starts with an empty registry and asks again. If no kernel answers (a notebook reopened
+// without its kernel), the view shows the text its saved state holds until the runtime comes.
 //
 // The request is repeated until answered, as the views' hello is: JupyterLab sends a comm's first
 // messages on the kernel's main shell until the comm's subshell is ready, and the main shell may

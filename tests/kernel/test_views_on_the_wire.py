@@ -63,7 +63,8 @@ class Page:
             msg["during"] = running
             seen.append(msg)
             content = msg["content"]
-            if msg["msg_type"] == "comm_open" and content["data"]["state"].get("_anywidget_id") == VIEW:
+            widget = (content.get("data") or {}).get("state") or {}
+            if msg["msg_type"] == "comm_open" and widget.get("_anywidget_id") == VIEW:
                 opened[content["comm_id"]] = content
             shown = (content.get("data") or {}).get("application/vnd.jupyter.widget-view+json")
             if msg["msg_type"] == "display_data" and shown and on_view is not None:
