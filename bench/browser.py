@@ -1,6 +1,6 @@
 """What the browser spends on a streaming answer, in a real Chromium.
 
-No kernel: a page loads the bundled run view (ipyagent/widgets/static/run_view.js) with a stand-in
+No kernel: a page loads the bundled run view (ipyagent/widgets/static/runtime.js) with a stand-in
 model and feeds it the same `patches` messages the kernel sends (docs/widget-protocol.md): an
 `add` of a streaming text block, one `append` every 50 ms (the kernel's batching interval) at a
 steady rate, then `set streaming=false` and the final status. That isolates the renderer's cost
@@ -43,7 +43,7 @@ INTERVAL_MS = 50  # the kernel sends at most one patches message per ~50 ms
 
 # -- a page with the bundled views and a stand-in model (shared with bench/browser_chat.py) --------
 
-PAGE = """<!doctype html><meta charset="utf-8"><link rel="stylesheet" href="ipyagent.css">
+PAGE = """<!doctype html><meta charset="utf-8">
 <body><div id="view" style="width: 900px"></div>
 <script>
 window.longtasks = [];
@@ -59,7 +59,7 @@ window.requestAnimationFrame = (fn) => raf((t) => {
 });
 </script>
 <script type="module">
-import * as bundle from "./%(entry)s.js";
+import { views } from "./runtime.js"; // its stylesheet comes with it
 window.mountView = (state) => {
   const handlers = {};
   const model = {
@@ -71,7 +71,7 @@ window.mountView = (state) => {
     off() {},
   };
   const el = document.getElementById("view");
-  const destroy = bundle.default.render({ model, el });
+  const destroy = views.%(entry)s.render({ model, el });
   return {
     feed: (msg) => (handlers["msg:custom"] || []).forEach((fn) => fn(msg)),
     destroy,
@@ -84,9 +84,10 @@ window.ready = true;
 
 @contextlib.contextmanager
 def serve(static: Path, entry: str) -> Iterator[str]:
-    """An HTTP server for a page that loads ``entry``.js from ``static``; yields the page URL."""
+    """An HTTP server for a page that shows the ``entry`` view of ``static``/runtime.js; yields
+    the page URL."""
     with tempfile.TemporaryDirectory(prefix="ipyagent-bench-") as tmp:
-        for name in (f"{entry}.js", "ipyagent.css"):
+        for name in ("runtime.js",):
             shutil.copy(static / name, Path(tmp) / name)
         (Path(tmp) / "index.html").write_text(PAGE % {"entry": entry})
         handler = functools.partial(_QuietHandler, directory=tmp)
@@ -300,7 +301,7 @@ def bench_run_view(
     static: Path, shapes: list[str], sizes_kb: list[int], *, rate_kb: float, max_lag: float
 ) -> list[list[Any]]:
     rows = []
-    with serve(static, "run_view") as url:
+    with serve(static, "run") as url:
         for shape in shapes:
             for size_kb in sizes_kb:
                 text = SHAPES[shape](size_kb * 1024, random.Random(size_kb))
@@ -355,7 +356,7 @@ def main() -> None:
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--rate", type=float, default=20.0, help="KB/s streamed (default 20)")
     parser.add_argument("--max-lag", type=float, default=10.0, help="seconds behind before a case stops")
-    parser.add_argument("--static", type=Path, default=STATIC, help="folder with run_view.js")
+    parser.add_argument("--static", type=Path, default=STATIC, help="folder with runtime.js")
     parser.add_argument("--name", default="browser", help="results file name (bench/results/NAME.json)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -3,11 +3,12 @@
     python bench/browser_chat.py [--sizes 10,100,2000,10000] [--settle 3]
 
 Headless Debian Chromium (/usr/bin/chromium) driven by Playwright, no JupyterLab and no kernel:
-the page loads the bundled ``chat.js`` and ``ipyagent.css`` from the installed package and gives
-them a stand-in for the anywidget model. What the model holds and receives is what the kernel
-would send, taken from a real :class:`~ipyagent.widgets.ChatWidget` built here on a saved
-conversation of N messages: its synced traits at creation (the open), then, for one turn (a
-scripted model, streamed in chunks), every custom message and trait write, replayed in order.
+the page loads the bundled runtime (``runtime.js``: the chat view and its stylesheet) from the
+installed package and gives it a stand-in for the anywidget model. What the model holds and
+receives is what the kernel would send, taken from a real :class:`~ipyagent.widgets.ChatWidget`
+built here on a saved conversation of N messages: its synced traits at creation (the open),
+then, for one turn (a scripted model, streamed in chunks), every custom message and trait write,
+replayed in order.
 Not measured: the websocket, the widget manager's own parsing of the traits.
 
 - open ms (after a warm-up render of a short chat in the same page): from ``render()`` to the
@@ -37,10 +38,11 @@ from _report import report
 ORIGIN = "http://bench.invalid"
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="/ipyagent.css"></head>
+</head>
 <body style="margin:0"><div id="out" style="width:900px;padding:8px"></div>
 <script type="module">
-import chat from "/chat.js";
+import { views } from "/runtime.js"; // its stylesheet comes with it
+const chat = views.chat;
 class Model {
   constructor(values) { this.values = values; this.handlers = new Map(); }
   get(key) { return this.values[key]; }
@@ -194,8 +196,7 @@ def measure(browser: Any, count: int, settle: float) -> dict[str, Any]:
     data = json.dumps({**kernel_side(count), "warmup": warmup()})
     files = {
         "/": ("text/html", PAGE),
-        "/chat.js": ("text/javascript", (STATIC / "chat.js").read_text()),
-        "/ipyagent.css": ("text/css", (STATIC / "ipyagent.css").read_text()),
+        "/runtime.js": ("text/javascript", (STATIC / "runtime.js").read_text()),
         "/data.json": ("application/json", data),
     }
     context = browser.new_context(viewport={"width": 1000, "height": 900})
@@ -292,7 +293,7 @@ def main() -> None:
         table,
         {
             "package": str(Path(ipyagent.__file__).parent),
-            "driven": "bundled chat.js, no kernel",
+            "driven": "bundled runtime.js (chat), no kernel",
             "runs": rows,
         },
     )

@@ -70,6 +70,8 @@ class ViewController:
         """Act on one of the user's actions."""
         if action["action"] == "hello":
             pass  # the view acknowledged it; ``view.live`` says a person can click
+        elif action["action"] == "sync" or action["action"] == "runtime":
+            pass  # the view's own business (its state, its front end's code): never handed on
         elif action["action"] == "stop":
             self.agent.cancel()
         elif action["action"] == "permission":

@@ -17,8 +17,9 @@ fresh="$(mktemp -d)"
 trap 'rm -rf "$fresh"' EXIT
 node build.mjs --outdir "$fresh" > /dev/null
 stale=0
-for name in run_view.js chat.js ipyagent.css; do
-  if ! cmp --silent "$fresh/$name" "$root/ipyagent/widgets/static/$name"; then
+for path in "$fresh"/*; do
+  name="$(basename "$path")"
+  if ! cmp --silent "$path" "$root/ipyagent/widgets/static/$name"; then
     echo "ipyagent/widgets/static/$name differs from a fresh build of js/src" >&2
     stale=1
   fi

@@ -4,17 +4,22 @@ Jupyter Server drops messages past its iopub rate limit and a browser lags behin
 messages per second (shared/reference/jupyter-testing.md), so a view never sends one message per
 token: patches pile up in the reducer and go out together every ``interval`` seconds. Tests
 switch the throttle off with ``interval=0``.
+
+The patches carry a run's text to the front end once; :func:`write_quietly` keeps the kernel's
+copy of the whole state without sending that text again.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 from .reducer import ViewReducer
 from .view_state import PatchesMessage
 
-__all__ = ["Throttle"]
+__all__ = ["Throttle", "write_quietly"]
 
 #: ~20 messages a second: smooth to the eye, far below the server's rate limit.
 DEFAULT_INTERVAL = 0.05
@@ -50,3 +55,20 @@ class Throttle:
         self._send(message)
         self._last = self._clock()
         self.messages += 1
+
+
+def write_quietly(widget: Any, name: str, value: Any) -> None:
+    """Set a synced trait without sending it: for a value the front end has already.
+
+    The front end built the view state from the patches; writing the trait keeps the kernel's
+    copy whole (a page loaded later asks for it) without sending the run's text again. This is
+    ipywidgets' own guard against echoing a value back to the front end that sent it.
+    """
+    lock = getattr(widget, "_lock_property", None)
+    if lock is None:  # not ipywidgets' Widget: sending is the safe default
+        setattr(widget, name, value)
+        return
+    # The lock holds the value as JSON would bring it back (tuples become lists...), as a value
+    # from the front end would be, so that the comparison ipywidgets makes finds them equal.
+    with lock(**{name: json.loads(json.dumps(value))}):
+        setattr(widget, name, value)

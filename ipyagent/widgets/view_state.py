@@ -40,9 +40,12 @@ __all__ = [
     "QuestionBlock",
     "RemovePatch",
     "RetryAction",
+    "RuntimeAction",
+    "RuntimeMessage",
     "SendAction",
     "SetPatch",
     "StopAction",
+    "SyncAction",
     "TextBlock",
     "ThinkingBlock",
     "ToolBlock",
@@ -233,7 +236,14 @@ class AckMessage(TypedDict):
     of: Literal["hello"]
 
 
-ViewMessage: TypeAlias = PatchesMessage | AckMessage
+class RuntimeMessage(TypedDict):
+    """The front end's runtime, whose code travels as the message's one binary buffer."""
+
+    kind: Literal["runtime"]
+    hash: str
+
+
+ViewMessage: TypeAlias = PatchesMessage | AckMessage | RuntimeMessage
 
 
 # -- user actions, front end → kernel ------------------------------------------------------------
@@ -243,6 +253,23 @@ class HelloAction(TypedDict):
     """A front end shows the view (re-sent until acknowledged): a person can click."""
 
     action: Literal["hello"]
+
+
+class SyncAction(TypedDict):
+    """The page folded in the patches up to ``seq`` and may have missed some: the view sends the
+    whole state if the page is behind."""
+
+    action: Literal["sync"]
+    seq: int
+
+
+class RuntimeAction(TypedDict):
+    """A page without the front end's runtime asks for it (once per ``page`` and ``round``)."""
+
+    action: Literal["runtime"]
+    hash: str
+    page: str
+    round: int
 
 
 class StopAction(TypedDict):
@@ -289,6 +316,8 @@ class ModelAction(TypedDict):
 
 Action: TypeAlias = (
     HelloAction
+    | SyncAction
+    | RuntimeAction
     | StopAction
     | PermissionAction
     | AnswerAction
@@ -307,6 +336,14 @@ def parse_action(content: object) -> Action | None:
     action = content.get("action")
     if action == "hello":
         return {"action": "hello"}
+    if action == "sync":
+        seq = content.get("seq")
+        return {"action": "sync", "seq": seq} if isinstance(seq, int) else None
+    if action == "runtime":
+        page, round_ = content.get("page"), content.get("round", 0)
+        if not isinstance(page, str) or not isinstance(round_, int):
+            return None
+        return {"action": "runtime", "hash": str(content.get("hash", "")), "page": page, "round": round_}
     if action == "stop":
         return {"action": "stop"}
     if action == "permission":

@@ -5,9 +5,10 @@ turns the events and inputs it is fed into state (with :class:`~.reducer.ViewRed
 changes as batched patches, acknowledges the front end's hello, and hands every other message
 from the front end, parsed into an :data:`~.view_state.Action`, to the handlers registered with
 :meth:`AgentView.on_action`. It never runs or steers an agent: a controller
-(:mod:`ipyagent.controllers`) does, on the actions it receives. The front end
-(``static/run_view.js``, built from ``js/src``) applies the patches and renders; the types of
-the protocol are in :mod:`.view_state`.
+(:mod:`ipyagent.controllers`) does, on the actions it receives. The front end (built from
+``js/src``) applies the patches and renders: each view's ``_esm`` is a small loader of the front
+end's runtime, which a page loads once (see :mod:`.runtime`). The types of the protocol are in
+:mod:`.view_state`.
 
 Threads: events are fed on the thread that renders (the kernel's main thread for a ``%%agent``
 cell, the worker loop for the chat), while the front end's messages may arrive on a comm subshell
@@ -27,7 +28,8 @@ import anywidget
 import traitlets
 
 from .reducer import ViewReducer
-from .transport import DEFAULT_INTERVAL, Throttle
+from .runtime import REQUESTS
+from .transport import DEFAULT_INTERVAL, Throttle, write_quietly
 from .view_state import AckMessage, Action, ViewState, parse_action
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ class AgentView(anywidget.AnyWidget):
     """What both views share: the state trait, batched patches, hello/ack, and the user's actions
     handed to the handlers registered with :meth:`on_action`."""
 
-    _css = STATIC / "ipyagent.css"
+    # No ``_css``: the stylesheet comes with the runtime, once per page.
     state = traitlets.Dict().tag(sync=True)
     view_kind = "view"
 
@@ -58,6 +60,8 @@ class AgentView(anywidget.AnyWidget):
         self.live = threading.Event()
         self._action_handlers: list[ActionHandler] = []
         self.state = _snapshot(self.reducer.state)
+        #: The ``seq`` of the last whole state sent to the front ends (see :meth:`resync`).
+        self.sent_seq = self.state["seq"]
         self.on_msg(self._on_frontend_message)
         _keep_subshell_routing(self)
 
@@ -72,11 +76,34 @@ class AgentView(anywidget.AnyWidget):
             self.throttle.tick()
 
     def publish(self) -> None:
-        """Send what is pending and write the complete state to the trait (saved with the
-        notebook, shown again after a reload)."""
+        """Send what is pending and write the complete state to the trait (what a reloaded page
+        and nbclient's saved widget state get).
+
+        Once a front end is live it has that state already, built from the patches (it asks for
+        the whole state when it misses one, :meth:`resync`): the trait is then written without
+        sending the run's text a second time."""
         with self.lock:
             self.throttle.flush()
-            self.state = _snapshot(self.reducer.state)
+            state = _snapshot(self.reducer.state)
+            if self.live.is_set():
+                write_quietly(self, "state", state)
+            else:
+                self.state = state
+                self.sent_seq = state["seq"]
+
+    def resync(self, seq: int) -> None:
+        """A front end has folded in the patches up to ``seq``; send it the whole state if it is
+        behind, unless a whole state sent since that point is on its way to it already."""
+        with self.lock:
+            if seq < self.sent_seq or seq >= self.reducer.state["seq"]:
+                return  # what it lacks comes with the next patches, or with that whole state
+            self.throttle.flush()
+            state = _snapshot(self.reducer.state)
+            if state == self.state:
+                self.send_state("state")  # the trait was written quietly: same value, send it
+            else:
+                self.state = state
+            self.sent_seq = state["seq"]
 
     # -- actions out -----------------------------------------------------------------------------
 
@@ -99,10 +126,16 @@ class AgentView(anywidget.AnyWidget):
             self.live.set()
             ack: AckMessage = {"kind": "ack", "of": "hello"}
             self.send(ack)
-            if first:  # a view opened mid-run (a reload) catches up from the whole state
+            if first:  # (a page that missed patches asks for the whole state itself: "sync")
                 with self.lock:
                     self.reducer.set_live(True)
                     self.publish()
+        elif action["action"] == "sync":
+            self.resync(action["seq"])
+            return
+        elif action["action"] == "runtime":
+            REQUESTS.answer(self, action)
+            return
         for handler in list(self._action_handlers):
             handler(action)
 

@@ -45,11 +45,13 @@ def test_only_known_actions_come_out_of_a_front_end_message(content: Any, action
 
 def test_every_action_the_front_end_sends_is_typed_and_parsed() -> None:
     source = "\n".join(p.read_text() for p in (ROOT / "js" / "src").glob("*.js"))
-    sent = set(re.findall(r"""(?:act|send)\(\{\s*action:\s*"(\w+)\"""", source))
+    # A message is an object literal passed to act/send (directly, or as a named `msg`).
+    sent = set(re.findall(r"""(?:(?:act|send)\(\s*\w*,?\s*|msg\s*=\s*)\{\s*action:\s*"(\w+)\"""", source))
     assert sent == tags(vs.Action, "action")
     # Each parses with the fields it carries in the front end.
+    fields = {"id": "x", "decision": "deny", "text": "t", "model": "m", "seq": 3, "hash": "h", "page": "p"}
     for name in sent:
-        assert vs.parse_action({"action": name, "id": "x", "decision": "deny", "text": "t", "model": "m"})
+        assert vs.parse_action({"action": name, **fields}), name
 
 
 def test_the_protocol_doc_names_every_block_kind_and_patch_op_and_points_to_the_types() -> None:
