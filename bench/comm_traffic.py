@@ -165,7 +165,7 @@ def execute(kc: Any, code: str, page: Page | None = None, timeout: float = 900) 
 
 
 def measure(kc: Any, page: Page | None, tokens: int, rate: float, interval: float) -> dict[str, Any]:
-    execute(kc, f"%config AgentMagics.widget_interval = {interval}")
+    execute(kc, f"import ipyagent.widgets.transport as _transport; _transport.DEFAULT_INTERVAL = {interval}")
     execute(
         kc,
         f"m = ScriptedModel([[text({TOKEN!r} * {tokens})]], chunk_size={len(TOKEN)}, delay={1 / rate})",

@@ -29,7 +29,6 @@ from typing_extensions import assert_never
 from .agentlib.agent import Agent
 from .agentlib.errors import AgentError
 from .widgets.chat import ChatView
-from .widgets.transport import DEFAULT_INTERVAL
 from .widgets.view_state import Action, ModelAction, NewAction, RetryAction, SendAction
 from .widgets.views import AgentView
 
@@ -242,7 +241,7 @@ class ChatWidget(ChatView):
         models: list[str] | None = None,
         loop: BackgroundLoop | None = None,
         wait_for: Callable[[concurrent.futures.Future[Any], float | None], Any] | None = None,
-        interval: float = DEFAULT_INTERVAL,
+        interval: float | None = None,
         hello_grace: float = HELLO_GRACE,
         **kwargs: Any,
     ) -> None:

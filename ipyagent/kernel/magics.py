@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Int, Unicode
 
 from .front_end import no_front_end, running_cell_id
 from .interpolate import interpolate
@@ -117,9 +117,6 @@ class AgentMagics(Magics):
     tools = Unicode(",".join(GROUPS), help="Tool groups available by default.").tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
-    widget_interval = Float(
-        0.05, help="Seconds between a widget's updates; 0 sends one message per event (for measuring)."
-    ).tag(config=True)
 
     def __init__(self, shell: Any, *, state: KernelState) -> None:
         super().__init__(shell)
@@ -272,9 +269,7 @@ class AgentMagics(Magics):
             return QuietRenderer()
         if self.shell is not None and getattr(self.shell, "kernel", None) is not None:
             if self.widgets and widgets_available():
-                return WidgetRenderer(
-                    agent, interval=self.widget_interval, poll=poll, no_front_end=no_front_end(self.shell)
-                )
+                return WidgetRenderer(agent, poll=poll, no_front_end=no_front_end(self.shell))
             return DisplayRenderer(show_thinking=self.show_thinking)
         return TerminalRenderer(show_thinking=self.show_thinking)
 

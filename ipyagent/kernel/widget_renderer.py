@@ -54,7 +54,7 @@ class WidgetRenderer:
         self,
         agent: Agent,
         *,
-        interval: float = 0.05,
+        interval: float | None = None,
         poll: Callable[[], None] | None = None,
         no_front_end: str | None = None,
     ) -> None:

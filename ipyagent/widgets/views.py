@@ -29,7 +29,7 @@ import traitlets
 
 from .reducer import ViewReducer
 from .runtime import REQUESTS
-from .transport import DEFAULT_INTERVAL, Throttle, write_quietly
+from .transport import Throttle, write_quietly
 from .view_state import AckMessage, Action, ViewState, parse_action
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class AgentView(anywidget.AnyWidget):
     state = traitlets.Dict().tag(sync=True)
     view_kind = "view"
 
-    def __init__(self, *, interval: float = DEFAULT_INTERVAL, **kwargs: Any) -> None:
+    def __init__(self, *, interval: float | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lock = threading.RLock()
         self.reducer = ViewReducer()
