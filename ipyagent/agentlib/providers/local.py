@@ -98,6 +98,10 @@ class LocalModel:
         max_reply_tokens: The longest reply when the request sets no ``max_tokens``. Generation
             also ends after a long run of whitespace-only tokens, a degenerate loop seen on the
             1.5B model after several tool results.
+        prompt_lookup: Prompt-lookup decoding: up to this many tokens that followed the last
+            few tokens where they occur earlier in the context are evaluated with each new
+            token as a guess, and kept while the model samples the same ones (see
+            :mod:`._local_llama`). 0 decodes token by token.
     """
 
     #: Temperature 0 decodes greedily: the same request gives the same reply. A recording
@@ -118,6 +122,7 @@ class LocalModel:
         tool_call_bias: float = 2.0,
         after_results: AfterResults = "none",
         max_reply_tokens: int = 1024,
+        prompt_lookup: int = 0,
     ) -> None:
         self.path = Path(path)
         self.name = name or self.path.stem
@@ -131,6 +136,7 @@ class LocalModel:
         # A reply longer than this is a small model rambling, not an answer: on a CPU it would
         # hold the cell for many minutes.
         self.max_reply_tokens = max_reply_tokens
+        self.prompt_lookup = prompt_lookup
 
     @property
     def model_id(self) -> str:
@@ -180,7 +186,7 @@ class LocalModel:
         temperature = self.temperature if temperature is None else temperature
         nudge = request.tool_choice == "auto" and not envelope and names_a_tool(request, offered)
         bias = self.tool_call_bias if nudge else 0.0
-        job = Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias)
+        job = Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias, self.prompt_lookup)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | Done | BaseException] = asyncio.Queue()
         thread = threading.Thread(
