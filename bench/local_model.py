@@ -37,7 +37,7 @@ from _report import report
 from ipyagent import Agent, tool
 from ipyagent.agentlib.local_models import DEFAULT_MODELS, resolve_local_model
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.model import ModelRequest, TextChunk
+from ipyagent.agentlib.model import ModelRequest, TextChunk, UsageReport
 from ipyagent.agentlib.providers.local import LocalModel
 
 
@@ -178,7 +178,7 @@ async def speed(model: LocalModel, prompt: str = PROSE) -> tuple[float, float, f
     async for event in model.stream(request):
         if isinstance(event, TextChunk):
             times.append(time.perf_counter())
-        elif event.type == "usage_updated":
+        elif isinstance(event, UsageReport):  # the provider's own report (type "usage")
             out_tokens = event.usage.output_tokens
     ttft = times[0] - started
     rate = (out_tokens - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
