@@ -1,13 +1,16 @@
 """The embedded local model: speed, and how well it uses tools through the agent loop.
 
 For each model: load time (first load in this process), time to first token and decode speed
-(tokens/s) on a short prompt, and a fixed tool-use eval of 20 tasks run through
+(tokens/s) on a short prompt, decode speed on a reply that copies its prompt (code rewritten
+with one name changed: what prompt-lookup decoding speeds up), and a fixed tool-use eval of 20
+tasks run through
 ``ipyagent.Agent``. A tool task passes when the model calls the right tool with valid arguments,
 then answers with what the tool returned (and does not call again); a no-tool task passes when
 it answers in text, without a tool, and the answer holds the expected word.
 
     python bench/local_model.py [--models qwen2.5-coder-0.5b qwen2.5-coder-1.5b] [--tool-mode grammar]
     python bench/local_model.py --decoding 0.2 0 0.2:0    # temperature[:seed], one row each
+    python bench/local_model.py --prompt-lookup 0 8       # draft tokens per step, one row each
 
 Each ``--decoding`` is a temperature with an optional sampling seed (default: the model's own, a
 temperature of 0.2 and no seed). Temperature 0 is greedy: the same prompt gives the same reply,
@@ -34,7 +37,7 @@ from _report import report
 from ipyagent import Agent, tool
 from ipyagent.agentlib.local_models import DEFAULT_MODELS, resolve_local_model
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.model import ModelRequest, TextChunk
+from ipyagent.agentlib.model import ModelRequest, TextChunk, UsageReport
 from ipyagent.agentlib.providers.local import LocalModel
 
 
@@ -144,21 +147,38 @@ TASKS = [
 ]
 
 
-async def speed(model: LocalModel) -> tuple[float, float, float, int]:
+PROSE = "Write a short paragraph about the history of the Python language."
+COPY = """Here is a function from my project:
+
+```python
+def moving_average(values: list[float], window: int) -> list[float]:
+    \"\"\"The mean of each run of `window` consecutive values.\"\"\"
+    if window <= 0:
+        raise ValueError("window must be positive")
+    averages = []
+    total = sum(values[:window])
+    averages.append(total / window)
+    for index in range(window, len(values)):
+        total += values[index] - values[index - window]
+        averages.append(total / window)
+    return averages
+```
+
+Rename `total` to `running_sum` everywhere. Reply with the whole function only."""
+
+
+async def speed(model: LocalModel, prompt: str = PROSE) -> tuple[float, float, float, int]:
     started = time.perf_counter()
     await asyncio.to_thread(model.load)
     load = time.perf_counter() - started
-    request = ModelRequest(
-        model=model.name,
-        messages=[Message.user("Write a short paragraph about the history of the Python language.")],
-    )
+    request = ModelRequest(model=model.name, messages=[Message.user(prompt)])
     times: list[float] = []
     started = time.perf_counter()
     out_tokens = 0
     async for event in model.stream(request):
         if isinstance(event, TextChunk):
             times.append(time.perf_counter())
-        elif event.type == "usage_updated":
+        elif isinstance(event, UsageReport):  # the provider's own report (type "usage")
             out_tokens = event.usage.output_tokens
     ttft = times[0] - started
     rate = (out_tokens - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
@@ -207,21 +227,25 @@ async def main(
     bias: float | None,
     threads: int | None,
     decodings: list[Decoding],
+    lookups: list[int | None],
     verbose: bool,
 ) -> None:
     rows = []
     details: dict[str, Any] = {}
-    for name, decoding in [(n, d) for n in models for d in decodings]:
+    for name, decoding, lookup in [(n, d, k) for n in models for d in decodings for k in lookups]:
         path = resolve_local_model(name)
         model = LocalModel(path, name=name, tool_mode=tool_mode, seed=decoding.seed, n_threads=threads)  # type: ignore[arg-type]
         if decoding.temperature is not None:
             model.temperature = decoding.temperature
-        label = decoding.label(model)
+        if lookup is not None:
+            model.prompt_lookup = lookup
+        label = f"{decoding.label(model)}, lookup {model.prompt_lookup}"
         if bias is not None:
             model.tool_call_bias = bias
         # Another process on these 2 cores slows every number here: say how busy the CPU was.
         cpu_load = [os.getloadavg()[0]]
         load, ttft, rate, out_tokens = await speed(model)
+        _, _, copy_rate, copy_tokens = await speed(model, COPY)
         cpu_load.append(os.getloadavg()[0])
         passed = 0
         results = []
@@ -235,7 +259,20 @@ async def main(
         eval_s = time.perf_counter() - started
         cpu_load.append(os.getloadavg()[0])
         loads = "/".join(f"{x:.1f}" for x in cpu_load)
-        rows.append([name, tool_mode, label, load, ttft * 1e3, rate, f"{passed}/{len(TASKS)}", eval_s, loads])
+        rows.append(
+            [
+                name,
+                tool_mode,
+                label,
+                load,
+                ttft * 1e3,
+                rate,
+                copy_rate,
+                f"{passed}/{len(TASKS)}",
+                eval_s,
+                loads,
+            ]
+        )
         for r in results:
             if not r["passed"]:
                 print(f"  FAIL [{name}, {label}] {r['prompt']} — {r['detail']}")
@@ -244,6 +281,9 @@ async def main(
             "ttft_ms": round(ttft * 1e3),
             "tokens_per_s": round(rate, 1),
             "speed_output_tokens": out_tokens,
+            "copy_tokens_per_s": round(copy_rate, 1),
+            "copy_output_tokens": copy_tokens,
+            "prompt_lookup": model.prompt_lookup,
             "eval_passed": passed,
             "eval_seconds": round(eval_s, 1),
             # 1-minute load average before and after the speed run, and after the eval.
@@ -257,7 +297,18 @@ async def main(
         }
     report(
         "local_model",
-        ["model", "tools", "decoding", "load s", "TTFT ms", "tok/s", "eval", "eval s", "cpu load"],
+        [
+            "model",
+            "tools",
+            "decoding",
+            "load s",
+            "TTFT ms",
+            "tok/s",
+            "copy tok/s",
+            "eval",
+            "eval s",
+            "cpu load",
+        ],
         rows,
         {
             "default_order": list(DEFAULT_MODELS),
@@ -285,7 +336,25 @@ if __name__ == "__main__":
         metavar="T[:SEED]",
         help="temperature and optional seed, one row each (default: the model's own)",
     )
+    parser.add_argument(
+        "--prompt-lookup",
+        nargs="+",
+        type=int,
+        default=[None],
+        metavar="N",
+        help="draft tokens per step of prompt-lookup decoding, one row each (default: the model's own)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     del TASKS[args.tasks :]
-    asyncio.run(main(args.models, args.tool_mode, args.bias, args.threads, args.decoding, args.verbose))
+    asyncio.run(
+        main(
+            args.models,
+            args.tool_mode,
+            args.bias,
+            args.threads,
+            args.decoding,
+            args.prompt_lookup,
+            args.verbose,
+        )
+    )

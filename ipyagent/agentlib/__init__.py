@@ -36,7 +36,7 @@ from .messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from .model import ModelRequest, ModelSettings, Provider, ToolSpec
+from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec
 from .result import RunResult
 from .retry import RetryPolicy
 from .sessions import Session, SessionWarning
@@ -76,6 +76,7 @@ __all__ = [
     "Tool",
     "ToolCallBlock",
     "ToolCallInfo",
+    "ToolChoice",
     "ToolOutput",
     "ToolResultBlock",
     "ToolSpec",

@@ -43,13 +43,14 @@ from .errors import UserError
 from .events import AgentEvent, Decision
 from .hooks import Hooks
 from .messages import Message
-from .model import ModelSettings, Provider, ThinkingLevel, ToolSpec
+from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
 from .project_context import ProjectContext, load_project_context
 from .result import RunResult
 from .retry import RetryPolicy
 from .run import AgentRun, RunConfig, compact_conversation
 from .sessions import Session
 from .system_prompt import build_system_prompt
+from .tool_choice import ToolChoicePolicy, call_named_tools, check_tool_choice
 from .tools import Tool, as_tool
 from .usage import ContextWindow, Usage, estimate_tokens
 
@@ -83,6 +84,12 @@ class Agent:
         compact_threshold: Compact when the context passes this fraction of the model's window
             (when the window is known); ``None`` compacts only on overflow or on demand.
         compact_keep: Messages kept verbatim by a compaction.
+        tool_choice: Which tools the model may call: ``"auto"``, ``"none"``, ``"required"``, a
+            list of tool names, or a policy ``(messages, tools) -> choice`` asked before each
+            request. A fixed choice holds until the model has called a tool in the run. The
+            default, :func:`~ipyagent.agentlib.tool_choice.call_named_tools`, requires the
+            tools that the user's message tells the model to call by name ("call X", "use X");
+            see :mod:`ipyagent.agentlib.tool_choice`.
     """
 
     def __init__(
@@ -109,6 +116,7 @@ class Agent:
         workspace: str | os.PathLike[str] | None = None,
         compact_threshold: float | None = 0.85,
         compact_keep: int = 6,
+        tool_choice: ToolChoice | ToolChoicePolicy = call_named_tools,
     ) -> None:
         if max_turns < 1:
             raise UserError(
@@ -139,6 +147,7 @@ class Agent:
         self.workspace = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
         self.compact_threshold = compact_threshold
         self.compact_keep = compact_keep
+        self.tool_choice = tool_choice
         self._project: ProjectContext | None = None
         opened = (
             None if session is None else self._open_session(session, notebook=notebook, messages=messages)
@@ -188,6 +197,15 @@ class Agent:
     def settings(self, value: ModelSettings) -> None:
         self._settings = value
         self._record_settings()
+
+    @property
+    def tool_choice(self) -> ToolChoice | ToolChoicePolicy:
+        """Which tools the model may call in a run (see ``Agent(tool_choice=...)``)."""
+        return self._tool_choice
+
+    @tool_choice.setter
+    def tool_choice(self, value: ToolChoice | ToolChoicePolicy) -> None:
+        self._tool_choice = check_tool_choice(value)
 
     @property
     def provider(self) -> Provider:
@@ -319,20 +337,24 @@ class Agent:
 
     # -- runs ------------------------------------------------------------------------------------
 
-    async def run(self, prompt: str) -> RunResult:
+    async def run(
+        self, prompt: str, *, tool_choice: ToolChoice | ToolChoicePolicy | None = None
+    ) -> RunResult:
         """Run the agent on ``prompt`` until the model answers; return the :class:`RunResult`.
 
         Failures do not raise: they come back as ``status="failed"`` with ``error`` set (call
         ``result.raise_for_status()`` to raise). Only misconfiguration raises :class:`UserError`.
+        ``tool_choice`` replaces the agent's for this run (see ``Agent(tool_choice=...)``).
         """
         self._require_idle("run")
         self._require_writable("run")
+        choice = None if tool_choice is None else check_tool_choice(tool_choice)
         provider = self.provider
         self._loop = asyncio.get_running_loop()
         self._refresh_project()
         agent_run = AgentRun(
             self._conversation,
-            self._run_config(provider),
+            self._run_config(provider, choice),
             prompt,
             bus=self._bus,
             answers=self._answers,
@@ -353,22 +375,24 @@ class Agent:
         finally:
             self._task = None
 
-    def run_sync(self, prompt: str) -> RunResult:
+    def run_sync(self, prompt: str, *, tool_choice: ToolChoice | ToolChoicePolicy | None = None) -> RunResult:
         """:meth:`run` for scripts. In a notebook or any running event loop, use ``await agent.run(...)``."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt))
+            return asyncio.run(self.run(prompt, tool_choice=tool_choice))
         raise UserError(
             "run_sync() cannot be used while an event loop is running (as in Jupyter).",
             hint="Use `await agent.run(...)` instead, or the %%agent cell magic.",
             code="loop_running",
         )
 
-    async def stream(self, prompt: str) -> AsyncIterator[AgentEvent]:
+    async def stream(
+        self, prompt: str, *, tool_choice: ToolChoice | ToolChoicePolicy | None = None
+    ) -> AsyncIterator[AgentEvent]:
         """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run."""
         queue = self._bus.open_stream()
-        task = asyncio.ensure_future(self.run(prompt))
+        task = asyncio.ensure_future(self.run(prompt, tool_choice=tool_choice))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -421,9 +445,11 @@ class Agent:
 
     # -- for the run -----------------------------------------------------------------------------
 
-    def _run_config(self, provider: Provider) -> RunConfig:
+    def _run_config(
+        self, provider: Provider, tool_choice: ToolChoice | ToolChoicePolicy | None = None
+    ) -> RunConfig:
         """What a run reads of this agent, fixed for the run (the tools and their system prompt
-        included)."""
+        included); ``tool_choice`` replaces the agent's."""
         tools = self._tools_for_run()
         return RunConfig(
             provider=provider,
@@ -442,6 +468,7 @@ class Agent:
             auto_approve=self.auto_approve,
             compact_threshold=self.compact_threshold,
             compact_keep=self.compact_keep,
+            tool_choice=self.tool_choice if tool_choice is None else tool_choice,
         )
 
     def _tools_for_run(self) -> list[Tool]:
@@ -520,6 +547,7 @@ class Agent:
             "workspace": self.workspace,
             "compact_threshold": self.compact_threshold,
             "compact_keep": self.compact_keep,
+            "tool_choice": self.tool_choice,
         }
 
     def _require_writable(self, what: str) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "ThinkingChunk",
     "ThinkingLevel",
     "ToolCallChunk",
+    "ToolChoice",
     "ToolSpec",
     "UsageReport",
 ]
@@ -44,6 +45,10 @@ __all__ = [
 _DEFERRED = ConfigDict(defer_build=True)
 
 ThinkingLevel = Literal["none", "low", "medium", "high"]
+#: Which tools a reply may call: ``"auto"`` (the model decides), ``"none"`` (it answers in text),
+#: ``"required"`` (it calls one or more of the tools) or a tuple of tool names (it calls one or
+#: more of those). The loop decides it (:mod:`ipyagent.agentlib.tool_choice`); adapters map it.
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | tuple[str, ...]
 PartKey: TypeAlias = int | str | None
 
 
@@ -66,7 +71,11 @@ class ModelSettings(BaseModel):
 
 
 class ModelRequest(BaseModel):
-    """One model call: ``model`` is the provider's own model name (no endpoint prefix)."""
+    """One model call: ``model`` is the provider's own model name (no endpoint prefix).
+
+    ``tool_choice`` says which of ``tools`` the reply may call (see :data:`ToolChoice`). Each
+    adapter maps it to its API's field, or says in its docstring what it cannot enforce.
+    """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -75,6 +84,7 @@ class ModelRequest(BaseModel):
     messages: Sequence[Message]
     tools: Sequence[ToolSpec] = ()
     settings: ModelSettings = ModelSettings()
+    tool_choice: ToolChoice = "auto"
 
 
 class _Chunk(BaseModel):

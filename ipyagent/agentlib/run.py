@@ -53,11 +53,12 @@ from .events import (
 )
 from .hooks import BlockToolCall, Hooks, ToolCallInfo, call_hook, hook_name
 from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
-from .model import ModelRequest, ModelSettings, Provider, open_stream
+from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
 from .parts import PartsAssembler
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .result import RunResult
 from .retry import Retries, RetryPolicy
+from .tool_choice import ToolChoicePolicy, call_named_tools, choose
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
 
@@ -92,6 +93,8 @@ class RunConfig:
     auto_approve: bool = False
     compact_threshold: float | None = 0.85
     compact_keep: int = 6
+    #: Which tools each request may call: a fixed choice, or a policy asked before each request.
+    tool_choice: ToolChoice | ToolChoicePolicy = call_named_tools
 
 
 class AgentRun:
@@ -292,6 +295,7 @@ class AgentRun:
             messages=list(self.conversation.messages),
             tools=specs,
             settings=config.settings,
+            tool_choice=choose(config.tool_choice, self.messages, specs),  # see tool_choice.py
         )
         for fn in config.hooks.before_model:
             try:

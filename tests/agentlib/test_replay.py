@@ -94,7 +94,7 @@ async def test_a_replayed_run_streams_the_recorded_events_with_no_model(tmp_path
         request("", messages=recorded.messages)
     )
     lines = cassette.read_text().splitlines()
-    assert json.loads(lines[0]) == {"format": "ipyagent-cassette", "version": 1}
+    assert json.loads(lines[0]) == {"format": "ipyagent-cassette", "version": 2}
     assert len(lines) == 3  # the header, then one line per request
     second = json.loads(lines[2])
     assert second["reuse"] == 1 and second["same"] == ["system", "tools", "settings"]  # stored as deltas
@@ -129,6 +129,39 @@ async def test_a_changed_tool_schema_or_model_shows_in_the_diff(tmp_path: Path) 
     )
     assert isinstance(exc, ProviderError)
     assert "-model: scripted/script\n+model: openai/script" in str(exc)
+
+
+async def test_the_tool_choice_is_recorded_and_compared(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    spec = ToolSpec(name="add", description="Add.", parameters={"properties": {}})
+    asked = request("hi", tools=[spec], tool_choice=("add",))
+    await drain(ReplayModel(script(), cassette=cassette, mode="record"), asked)
+    assert json.loads(cassette.read_text().splitlines()[1])["request"]["tool_choice"] == ["add"]
+
+    events, exc = await drain(ReplayModel(cassette=cassette), asked)
+    assert exc is None and events
+    _, exc = await drain(ReplayModel(cassette=cassette), asked.model_copy(update={"tool_choice": "auto"}))
+    assert isinstance(exc, ProviderError) and exc.code == "replay_mismatch"
+    assert '-tool_choice: ["add"]' in str(exc)
+
+
+async def test_a_version_1_cassette_replays_without_comparing_the_tool_choice(tmp_path: Path) -> None:
+    # Written before requests had a tool_choice: what the model was then allowed to call is not
+    # on file, so any choice matches; everything else is still compared.
+    cassette = tmp_path / "c.jsonl"
+    spec = ToolSpec(name="add", description="Add.", parameters={"properties": {}})
+    await drain(ReplayModel(script(), cassette=cassette, mode="record"), request("hi", tools=[spec]))
+    header, *records = cassette.read_text().splitlines()
+    assert json.loads(header)["version"] == 2
+    old_header = json.dumps({**json.loads(header), "version": 1})
+    cassette.write_text("\n".join([old_header, *records]) + "\n")
+
+    events, exc = await drain(
+        ReplayModel(cassette=cassette), request("hi", tools=[spec], tool_choice=("add",))
+    )
+    assert exc is None and events
+    _, exc = await drain(ReplayModel(cassette=cassette), request("ho", tools=[spec], tool_choice=("add",)))
+    assert isinstance(exc, ProviderError) and exc.code == "replay_mismatch"
 
 
 async def test_volatile_text_does_not_count_as_a_change(tmp_path: Path) -> None:

@@ -2,8 +2,12 @@
 turn offers.
 
 This module owns the constraints (:func:`tool_grammar`, :func:`answer_grammar`,
-:func:`callable_tools`); llama.cpp applies them (:mod:`._local_llama`), and
-:mod:`._local_parse` reads what comes out.
+:func:`callable_tools`, and :func:`allowed_calls`, which maps a request's ``tool_choice`` onto
+them); llama.cpp applies them (:mod:`._local_llama`), and :mod:`._local_parse` reads what comes
+out. Which tools a request may call is the loop's decision (``request.tool_choice``, see
+:mod:`ipyagent.agentlib.tool_choice`); nothing here restricts them by what the user wrote.
+(:func:`names_a_tool` only says whether to nudge the reply's first token toward a call, which
+the model may still decline: see ``LocalModel(tool_call_bias=...)``.)
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from ..model import ModelRequest, ToolSpec
 
 __all__ = [
     "AfterResults",
+    "allowed_calls",
     "answer_grammar",
     "callable_tools",
-    "called_by_name",
     "names_a_tool",
     "tool_call_schema",
     "tool_grammar",
@@ -121,6 +125,20 @@ def callable_tools(request: ModelRequest, after_results: AfterResults = "none") 
     return [t for t in request.tools if t.name not in answered]
 
 
+def allowed_calls(request: ModelRequest, after_results: AfterResults = "none") -> tuple[list[ToolSpec], bool]:
+    """The tools the reply may call, and whether it may answer in text instead, for the
+    request's ``tool_choice``: ``"auto"`` offers :func:`callable_tools` or text; ``"none"`` no
+    tool; ``"required"`` every tool and no text; names only those tools and no text."""
+    choice = request.tool_choice
+    if choice == "auto":
+        return callable_tools(request, after_results), True
+    if choice == "none":
+        return [], True
+    if choice == "required":
+        return list(request.tools), False
+    return [t for t in request.tools if t.name in choice], False
+
+
 def names_a_tool(request: ModelRequest, tools: Sequence[ToolSpec]) -> bool:
     """Whether the request's last message is the user's own text naming one of ``tools``
     (as a whole word: "calculate", not "calculator")."""
@@ -129,34 +147,6 @@ def names_a_tool(request: ModelRequest, tools: Sequence[ToolSpec]) -> bool:
         return False
     text = last.text
     return any(re.search(rf"(?<![\w-]){re.escape(t.name)}(?![\w-])", text) for t in tools)
-
-
-# "Call describe_variable ...", "use `run_python` to ...": an instruction to call a tool by name.
-_CALL_VERB = r"(?:call|use|run|invoke|calling|using|running)\s+(?:the\s+)?(?:tool\s+|function\s+)?`?"
-# "don't call X", "without using X", "no need to run X": not an instruction to call it.
-_NEGATION = re.compile(r"(?:\b(?:not|never|without|no|nor|avoid|instead\s+of)|n't)(?:\s+\w+){0,2}\s+$", re.I)
-
-
-def called_by_name(request: ModelRequest, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
-    """The tools among ``tools`` that the user's last message tells the model to call by name
-    ("Call describe_variable with name 'sales'", "use `run_python` to ..."), unless the
-    instruction is negated ("don't call ...", "without using ...").
-
-    Asked to "call describe_variable", Qwen2.5-Coder-1.5B described the variable from memory in
-    most tries, even with the call openers nudged (``tool_call_bias``); such a turn gets a
-    grammar that only allows calls to the named tools."""
-    last = request.messages[-1] if request.messages else None
-    if last is None or last.role != "user" or last.tool_results:
-        return []
-    text = last.text
-    named = []
-    for tool in tools:
-        pattern = rf"(?<![\w-]){_CALL_VERB}{re.escape(tool.name)}(?![\w-])"
-        for match in re.finditer(pattern, text, re.IGNORECASE):
-            if not _NEGATION.search(text[: match.start()]):
-                named.append(tool)
-                break
-    return named
 
 
 def answer_grammar() -> str:

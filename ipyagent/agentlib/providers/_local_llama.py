@@ -1,9 +1,18 @@
 """llama-cpp-python under the local model: loading a GGUF file once, and the generation loop.
 
 This module owns everything that touches ``llama_cpp``: the per-process model cache, the worker
-job that evaluates a prompt and samples tokens (with a grammar, and a nudge to the first token),
-and stopping that job from another thread. Prompts, grammars and parsing are elsewhere
-(:mod:`.local`). ``llama_cpp`` is imported only when a model is used.
+job that evaluates a prompt and samples tokens (with a grammar, a nudge to the first token, and
+prompt-lookup drafts), and stopping that job from another thread. Prompts, grammars and parsing
+are elsewhere (:mod:`.local`). ``llama_cpp`` is imported only when a model is used.
+
+Prompt-lookup decoding: decoding one token reads every weight of the model, so on a CPU it is
+bound by memory bandwidth, and evaluating a few tokens in one batch costs little more than one.
+An agent's replies copy much of their context (code, names, tool results), so when the last
+tokens written also occur earlier in the prompt or the reply, the tokens that followed them
+there are evaluated together with the new token as a guess (a *draft*). Each position is still
+sampled from the model's own logits, with the same sampler, grammar and random numbers; a draft
+token is kept only when it is the token sampled, so the reply is the one decoding token by token
+would give (up to the rounding of batched arithmetic), only sooner when the guesses hold.
 """
 
 from __future__ import annotations
@@ -122,11 +131,16 @@ class Job:
     grammar: str | None
     seed: int | None
     call_bias: float
+    #: Draft tokens guessed from the context per step (0: decode token by token).
+    lookup: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
     enough: threading.Event = field(default_factory=threading.Event)
     # Progress so far, for the Done of a job stopped mid-token.
     generated: int = field(default=0, init=False)
     reused: int = field(default=0, init=False)
+    #: Draft tokens evaluated, and those of them that were the token sampled.
+    drafted: int = field(default=0, init=False)
+    accepted: int = field(default=0, init=False)
 
     def run(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
         def put(item: Any) -> None:
@@ -176,9 +190,16 @@ class Job:
             *llm.tokenize(b"<tool_call>", add_bos=False, special=True)[:1],
             *llm.tokenize(b"<", add_bos=False, special=False)[:1],
         }
+        # The sequence so far, for finding drafts; `pending` are logits of positions already
+        # evaluated, `drafts` the guessed tokens evaluated after the first of them.
+        history = np.zeros(llm.n_ctx(), dtype=np.intc)
+        history[: len(tokens)] = tokens
+        length = len(tokens)
+        pending = [np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))]
+        drafts: list[int] = []
         try:
             while not (self.stop.is_set() or self.enough.is_set()):
-                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
+                logits = pending.pop(0)
                 if generated == 0 and self.call_bias:
                     logits = logits.copy()
                     for opener in openers:
@@ -198,14 +219,83 @@ class Job:
                 blank = blank + 1 if not text.strip() else 0
                 if generated >= self.max_tokens or blank >= MAX_BLANK_RUN:
                     break
-                llm.eval([token])
+                history[length] = token
+                length += 1
+                if drafts and drafts[0] == token:  # guessed right: its logits are next in line
+                    drafts.pop(0)
+                    self.accepted += 1
+                    continue
+                llm.n_tokens -= len(drafts)  # guessed wrong: forget what followed the guess
+                drafts = []
+                room = min(self.lookup, llm.n_ctx() - llm.n_tokens - 1, self.max_tokens - generated)
+                guess = find_draft(history[:length], room) if room > 0 else []
+                if guess:
+                    pending = eval_all(llm, [token, *guess], n_vocab)
+                    drafts = guess  # only now in the KV cache
+                    self.drafted += len(guess)
+                else:
+                    llm.eval([token])
+                    pending = [
+                        np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
+                    ]
         finally:
+            # Only what was sampled counts as evaluated: the next request reuses the KV cache
+            # up to llm.n_tokens.
+            llm.n_tokens -= len(drafts)
             if grammar is not None:
                 grammar.close()
         tail = decoder.decode(b"", final=True)
         if tail:
             put(tail)
         return Done(generated, reused, generated >= self.max_tokens)
+
+
+def find_draft(sequence: Any, size: int, ngrams: tuple[int, ...] = (3, 2)) -> list[int]:
+    """Up to ``size`` tokens that followed the latest earlier occurrence of the sequence's last
+    3 (else 2) tokens: a guess at what comes next when a reply copies its context. Single-token
+    matches are not used: they are common and rarely guess right."""
+    import numpy as np
+
+    n = len(sequence)
+    for width in ngrams:
+        if n <= width:
+            continue
+        tail = sequence[n - width :]
+        windows = np.lib.stride_tricks.sliding_window_view(sequence[: n - 1], width)
+        hits = np.flatnonzero((windows == tail).all(axis=1))
+        if hits.size:
+            start = int(hits[-1]) + width  # the latest: a reply copies what it read last
+            return [int(t) for t in sequence[start : min(start + size, n)]]
+    return []
+
+
+def eval_all(llm: Any, tokens: list[int], n_vocab: int) -> list[Any]:
+    """Evaluate ``tokens`` in one batch after the first ``llm.n_tokens`` and return the logits
+    after each of them (``Llama.eval`` keeps only the last row)."""
+    import llama_cpp
+    import numpy as np
+
+    # Llama.eval's steps through llama.cpp's own API, with logits asked for every position.
+    n_past, n = llm.n_tokens, len(tokens)
+    llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), 0, n_past, -1)  # old guesses
+    batch = llama_cpp.llama_batch_init(n, 0, 1)
+    try:
+        batch.n_tokens = n
+        for i, token in enumerate(tokens):
+            batch.token[i] = token
+            batch.pos[i] = n_past + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = True
+        status = llama_cpp.llama_decode(llm.ctx, batch)
+    finally:
+        llama_cpp.llama_batch_free(batch)
+    if status != 0:  # 2: aborted by the stop flag (see `load`)
+        raise RuntimeError(f"llama_decode returned {status}")
+    llm.input_ids[n_past : n_past + n] = tokens
+    llm.n_tokens = n_past + n
+    rows = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(n, n_vocab))
+    return list(rows.copy())
 
 
 class _Sampler:

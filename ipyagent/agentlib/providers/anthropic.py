@@ -5,12 +5,18 @@ signed thinking blocks Anthropic needs back), :class:`AnthropicStreamParser` (de
 to provider events, sans-IO: text, thinking with its signature, redacted thinking, tool_use via
 ``input_json_delta``, cumulative usage, ``error`` events after HTTP 200, pings) and
 :class:`AnthropicProvider`. It does not retry, assign tool-call ids or assemble messages.
+
+The request's ``tool_choice`` becomes the API's: ``{"type": "none"}``, ``{"type": "any"}`` for
+``"required"``, ``{"type": "tool", "name": ...}`` for one name, and for several names only those
+tools with ``{"type": "any"}``. ``"auto"`` is not sent (it is the default). With thinking on, the
+API refuses to be made to call a tool ("any" and "tool" are rejected): a required choice is then
+sent as ``auto`` (with only the named tools, for names), and the model may answer in text.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from ..errors import ProtocolError, UserError
@@ -31,6 +37,7 @@ from ..model import (
     ThinkingChunk,
     ThinkingLevel,
     ToolCallChunk,
+    ToolSpec,
     UsageReport,
 )
 from ..usage import Usage
@@ -91,17 +98,36 @@ def build_request(request: ModelRequest, *, model: str, endpoint: str = "anthrop
     }
     if request.system:
         body["system"] = request.system
-    if request.tools:
+    tools, choice = _tool_choice(request, thinking=budget is not None)
+    if tools:
         body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
+            {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
         ]
+        if choice is not None:
+            body["tool_choice"] = choice
     if budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     elif settings.temperature is not None:
         # With thinking on the API accepts no temperature but 1, so it is only sent without.
         body["temperature"] = settings.temperature
     return body
+
+
+def _tool_choice(
+    request: ModelRequest, *, thinking: bool
+) -> tuple[Sequence[ToolSpec], dict[str, Any] | None]:
+    """The tools to send and the ``tool_choice`` object (``None``: not sent)."""
+    choice = request.tool_choice
+    if choice == "auto":
+        return request.tools, None
+    if choice == "none":
+        return request.tools, {"type": "none"}
+    tools = request.tools if choice == "required" else [t for t in request.tools if t.name in choice]
+    if thinking:  # the API rejects a forced call with thinking on: the best it takes is auto
+        return tools, None
+    if isinstance(choice, tuple) and len(choice) == 1:
+        return request.tools, {"type": "tool", "name": choice[0]}
+    return tools, {"type": "any"}
 
 
 def _messages(messages: Any, endpoint: str) -> list[dict[str, Any]]:

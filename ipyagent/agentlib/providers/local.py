@@ -7,13 +7,19 @@ no key. What stands in for a wire format here is split by concern:
   (:func:`render_prompt`);
 - :mod:`._local_grammar`: what the model may write — a tool call with valid arguments or text
   (:func:`tool_grammar`), an answer envelope (:func:`answer_grammar`), and which tools a turn
-  offers (:func:`callable_tools`);
+  offers (:func:`callable_tools`, :func:`allowed_calls`);
 - :mod:`._local_parse`: reading the reply — calls written as text (:class:`ToolTextParser`),
   envelopes, ``<think>`` tags;
 - :mod:`._local_llama`: loading the model and the generation loop.
 
 This module puts them together for one request. Finding the GGUF file is
 :mod:`ipyagent.agentlib.local_models`'s job.
+
+The request's ``tool_choice`` becomes the grammar (in ``tool_mode="grammar"``): ``"auto"`` lets
+the model call a tool or answer in text; ``"none"`` leaves it only an answer (the envelope, as
+after tool results); ``"required"`` makes the reply a call to one of the tools, and tool names a
+call to one of those. With ``tool_mode="free"`` nothing constrains the model: calls to tools the
+choice rules out are read as text.
 
 Generation runs in a worker thread, one at a time per loaded model (llama.cpp contexts are not
 thread-safe). It checks a stop flag between tokens and between prompt batches, so cancelling the
@@ -36,9 +42,9 @@ from ..model import ModelRequest, ProviderEvent, ResponseEnd, ToolSpec, UsageRep
 from ..usage import Usage
 from ._local_grammar import (
     AfterResults,
+    allowed_calls,
     answer_grammar,
     callable_tools,
-    called_by_name,
     names_a_tool,
     tool_call_schema,
     tool_grammar,
@@ -80,17 +86,22 @@ class LocalModel:
         seed: Sampling seed, for reproducible replies above temperature 0.
         tool_call_bias: Added to the logits of the call openers (``<tool_call>`` and ``<``) as
             the reply's first token when the user's message mentions an offered tool ("is
-            `get_weather` right for Oslo?"). Not applied otherwise: on every turn (2.0) it made
-            the model call a tool for "In Python, which keyword defines a function?". A message
-            that tells the model to call a tool by name ("call describe_variable ...") goes
-            further: the reply may only be a call to it (see :func:`called_by_name`).
-        after_results: Which tools the turn after successful tool results may call: ``"none"``
-            (default: it answers, written as a JSON envelope that leaves the model no way to
-            call again, and streamed as plain text), ``"others"`` or ``"all"``. See
-            :func:`callable_tools`.
+            `get_weather` right for Oslo?") and the request's ``tool_choice`` is ``"auto"``.
+            Not applied otherwise: on every turn (2.0) it made the model call a tool for "In
+            Python, which keyword defines a function?". A message that tells the model to call
+            a tool by name ("call describe_variable ...") gets a required call from the loop
+            (``tool_choice``, see :mod:`ipyagent.agentlib.tool_choice`), not from here.
+        after_results: Which tools a ``tool_choice="auto"`` turn after successful tool results
+            may call: ``"none"`` (default: it answers, written as a JSON envelope that leaves
+            the model no way to call again, and streamed as plain text), ``"others"`` or
+            ``"all"``. See :func:`callable_tools`.
         max_reply_tokens: The longest reply when the request sets no ``max_tokens``. Generation
             also ends after a long run of whitespace-only tokens, a degenerate loop seen on the
             1.5B model after several tool results.
+        prompt_lookup: Prompt-lookup decoding: up to this many tokens that followed the last
+            few tokens where they occur earlier in the context are evaluated with each new
+            token as a guess, and kept while the model samples the same ones (see
+            :mod:`._local_llama`). 0 decodes token by token.
     """
 
     #: Temperature 0 decodes greedily: the same request gives the same reply. A recording
@@ -111,6 +122,7 @@ class LocalModel:
         tool_call_bias: float = 2.0,
         after_results: AfterResults = "none",
         max_reply_tokens: int = 1024,
+        prompt_lookup: int = 0,
     ) -> None:
         self.path = Path(path)
         self.name = name or self.path.stem
@@ -124,6 +136,7 @@ class LocalModel:
         # A reply longer than this is a small model rambling, not an answer: on a CPU it would
         # hold the cell for many minutes.
         self.max_reply_tokens = max_reply_tokens
+        self.prompt_lookup = prompt_lookup
 
     @property
     def model_id(self) -> str:
@@ -150,19 +163,16 @@ class LocalModel:
             bos=piece(llm, llm.token_bos()),
             eos=piece(llm, llm.token_eos()),
         )
-        offered = callable_tools(request, self.after_results)
+        offered, text = allowed_calls(request, self.after_results)
+        constrained = self.tool_mode == "grammar"
         grammar: str | None = None
-        # With tools held back this turn, the reply is an answer envelope (see ANSWER_OPENER).
-        envelope = self.tool_mode == "grammar" and bool(request.tools) and not offered
-        # Told to call a tool by name, the model may only call (one of) the tools named.
-        named = called_by_name(request, offered) if self.tool_mode == "grammar" else []
+        # With every tool held back this turn, the reply is an answer envelope (see ANSWER_OPENER).
+        envelope = constrained and bool(request.tools) and not offered
         if envelope:
             prompt += ANSWER_OPENER
             grammar = answer_grammar()
-        elif named:
-            grammar = await asyncio.to_thread(_grammar, tuple(named), text=False)
-        elif request.tools and self.tool_mode == "grammar":
-            grammar = await asyncio.to_thread(_grammar, tuple(offered))
+        elif constrained and offered:
+            grammar = await asyncio.to_thread(_grammar, tuple(offered), text=text)
         tokens = tokenize(llm, prompt)
         budget = self.n_ctx - len(tokens)
         if budget < 16:
@@ -174,16 +184,19 @@ class LocalModel:
         max_tokens = min(budget, request.settings.max_tokens or self.max_reply_tokens)
         temperature = request.settings.temperature
         temperature = self.temperature if temperature is None else temperature
-        bias = self.tool_call_bias if not (envelope or named) and names_a_tool(request, offered) else 0.0
-        job = Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias)
+        nudge = request.tool_choice == "auto" and not envelope and names_a_tool(request, offered)
+        bias = self.tool_call_bias if nudge else 0.0
+        job = Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias, self.prompt_lookup)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | Done | BaseException] = asyncio.Queue()
         thread = threading.Thread(
             target=job.run, args=(loop, queue), name="ipyagent-local-model", daemon=True
         )
         thread.start()
-        # In grammar mode, a call to a tool held back this turn is not a call, even in text.
-        names = [t.name for t in (offered if self.tool_mode == "grammar" else request.tools)]
+        # In grammar mode, a call to a tool held back this turn is not a call, even in text; in
+        # free mode any tool's call counts, unless the request's tool_choice rules it out.
+        free_auto = not constrained and request.tool_choice == "auto"
+        names = [t.name for t in (request.tools if free_auto else offered)]
         reader = ReplyReader(names, envelope=envelope)
         try:
             while True:

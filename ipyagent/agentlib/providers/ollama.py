@@ -5,12 +5,16 @@ results as ``role: tool`` messages and the ``think`` parameter), :class:`OllamaS
 (decoded lines to provider events, sans-IO: thinking, whole tool calls with object arguments,
 token counts from the final ``done`` line, ``{"error": ...}`` lines after HTTP 200) and
 :class:`OllamaProvider`. Ollama's OpenAI-compatible ``/v1`` is served by the openai adapter.
+
+``/api/chat`` has no ``tool_choice``. The request's is carried out as far as the tools sent can
+do it: ``"none"`` sends no tools, tool names send only those tools. ``"required"`` cannot be
+enforced: the tools are sent and the model may still answer in text.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from ..errors import ProtocolError
@@ -23,7 +27,15 @@ from ..messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ..model import EventBatch, ModelRequest, ProviderEvent, ResponseEnd, ToolCallChunk, UsageReport
+from ..model import (
+    EventBatch,
+    ModelRequest,
+    ProviderEvent,
+    ResponseEnd,
+    ToolCallChunk,
+    ToolSpec,
+    UsageReport,
+)
 from ..usage import Usage
 from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import NDJSONDecoder
@@ -37,13 +49,20 @@ _DONE: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
 def build_request(request: ModelRequest, *, model: str, endpoint: str = "ollama") -> dict[str, Any]:
     """The JSON body of a streaming ``/api/chat`` request."""
     body: dict[str, Any] = {"model": model, "messages": _messages(request, endpoint), "stream": True}
-    if request.tools:
+    choice = request.tool_choice
+    if choice == "none":
+        tools: Sequence[ToolSpec] = ()
+    elif isinstance(choice, tuple):
+        tools = [t for t in request.tools if t.name in choice]
+    else:  # "auto", and "required", which /api/chat cannot enforce
+        tools = request.tools
+    if tools:
         body["tools"] = [
             {
                 "type": "function",
                 "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
             }
-            for t in request.tools
+            for t in tools
         ]
     level = request.settings.thinking
     if level is not None:

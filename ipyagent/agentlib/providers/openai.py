@@ -8,18 +8,33 @@ LM Studio and Ollama's ``/v1``. What differs between them is captured by :class:
 This module owns :func:`build_request` (our messages to the wire), :class:`OpenAIStreamParser`
 (decoded SSE events to provider events, sans-IO) and :class:`OpenAIProvider`. It does not retry,
 assign tool-call ids or assemble messages.
+
+The request's ``tool_choice`` becomes the API's: ``"none"`` and ``"required"`` as they are, one
+tool name as ``{"type": "function", "function": {"name": ...}}``; several names send only those
+tools, with ``"required"`` (OpenAI's ``allowed_tools`` would keep the whole list, but few other
+servers know it). ``"auto"`` is not sent: it is every server's default when tools are given.
+Servers that ignore ``tool_choice`` (some versions of Ollama's ``/v1``, LM Studio) cannot be
+made to honour it from here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import ProtocolError
 from ..messages import FinishReason, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
-from ..model import EventBatch, ModelRequest, ProviderEvent, ResponseEnd, ToolCallChunk, UsageReport
+from ..model import (
+    EventBatch,
+    ModelRequest,
+    ProviderEvent,
+    ResponseEnd,
+    ToolCallChunk,
+    ToolSpec,
+    UsageReport,
+)
 from ..usage import Usage
 from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import SSEDecoder, SSEEvent
@@ -64,14 +79,17 @@ def build_request(
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    if request.tools:
+    tools, choice = _tool_choice(request)
+    if tools:
         body["tools"] = [
             {
                 "type": "function",
                 "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
             }
-            for t in request.tools
+            for t in tools
         ]
+        if choice is not None:
+            body["tool_choice"] = choice
     settings = request.settings
     if settings.max_tokens is not None:
         body[dialect.max_tokens_field] = settings.max_tokens
@@ -86,6 +104,18 @@ def build_request(
         elif dialect.thinking_param == "openrouter":
             body["reasoning"] = {"enabled": False} if level == "none" else {"effort": level}
     return body
+
+
+def _tool_choice(request: ModelRequest) -> tuple[Sequence[ToolSpec], Any]:
+    """The tools to send and the ``tool_choice`` value (``None``: not sent)."""
+    choice = request.tool_choice
+    if choice == "auto":
+        return request.tools, None
+    if isinstance(choice, str):
+        return request.tools, choice
+    if len(choice) == 1:
+        return request.tools, {"type": "function", "function": {"name": choice[0]}}
+    return [t for t in request.tools if t.name in choice], "required"
 
 
 def _messages(system: str, messages: Any) -> list[dict[str, Any]]:

@@ -8,14 +8,14 @@
 In ``record`` mode every request goes to the wrapped provider; its events pass through live and
 one JSON line per request is appended to the cassette: the request in a normalized, comparable
 form (qualified model id, system prompt, messages without their ids and timestamps, tool-call ids
-numbered in order, tool specs, settings), the provider events it produced, and the error it ended
-with. A recording asks for deterministic decoding where the model offers it (the local model
-decodes greedily at temperature 0), so recording an unchanged notebook again gives the same
-cassette; the request is recorded as the agent made it. In ``replay`` mode (no wrapped provider
-needed) the recorded streams are served in order, and a request that differs from the recorded
-one fails with a :class:`ProviderError` whose message is a unified diff of the two. Volatile
-text — today's date and the workspace in the system prompt, memory addresses, the ``workspace``
-path given — is scrubbed before comparing.
+numbered in order, tool specs, settings, the tool choice when it is not ``auto``), the provider
+events it produced, and the error it ended with. A recording asks for deterministic decoding
+where the model offers it (the local model decodes greedily at temperature 0), so recording an
+unchanged notebook again gives the same cassette; the request is recorded as the agent made it.
+In ``replay`` mode (no wrapped provider needed) the recorded streams are served in order, and a
+request that differs from the recorded one fails with a :class:`ProviderError` whose message is
+a unified diff of the two. Volatile text — today's date and the workspace in the system prompt,
+memory addresses, the ``workspace`` path given — is scrubbed before comparing.
 
 Secrets never reach a cassette: requests carry no keys, headers or base URLs, and any value of
 a key-like environment variable (``*_KEY``, ``*TOKEN*``, ...), of a configured endpoint key or of
@@ -53,7 +53,9 @@ from ..retry import wait_before_retry
 __all__ = ["Cassette", "CassetteWarning", "Recording", "ReplayMode", "ReplayModel", "normalize_request"]
 
 ReplayMode = Literal["record", "replay"]
-FORMAT, VERSION = "ipyagent-cassette", 1
+# Version 2 records the request's tool_choice. Version 1 cassettes, recorded before requests had
+# one, still replay: their requests are compared without it.
+FORMAT, VERSION = "ipyagent-cassette", 2
 #: Lines of diff shown in a mismatch error; the rest is counted, not shown.
 MAX_DIFF_LINES = 80
 
@@ -89,6 +91,8 @@ class Recording:
     #: The consumer stopped reading (a cancelled run): replay raises ``CancelledError`` after
     #: the events recorded so far.
     cancelled: bool = False
+    #: False for a record of a version 1 cassette, which did not record the tool choice.
+    has_tool_choice: bool = True
 
 
 class Cassette:
@@ -292,6 +296,8 @@ class ReplayModel:
     async def _replay(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         live = self.normalize(request)
         index, record = self.cassette.take()
+        if record is not None and not record.has_tool_choice:
+            live.pop("tool_choice", None)
         total = len(self.cassette.records)
         if record is None:
             raise ProviderError(
@@ -354,6 +360,9 @@ def normalize_request(
         "settings": request.settings.model_dump(mode="json"),
         "messages": [_message(m, calls) for m in request.messages],
     }
+    if request.tool_choice != "auto":  # left out when auto: most requests, and all of version 1
+        choice = request.tool_choice
+        normalized["tool_choice"] = list(choice) if isinstance(choice, tuple) else choice
     scrubs, secrets = (*scrub, *TEXT_SCRUBS), known_secrets()
 
     def clean(text: str) -> str:
@@ -403,6 +412,8 @@ def request_diff(recorded: dict[str, Any], live: dict[str, Any]) -> str:
 
 def _render(request: dict[str, Any]) -> list[str]:
     lines = [f"model: {request.get('model')}", f"settings: {_json(request.get('settings'))}"]
+    if "tool_choice" in request:
+        lines.append(f"tool_choice: {_json(request['tool_choice'])}")
     lines += _field("system", request.get("system", ""), "")
     for tool in request.get("tools", []):
         lines.append(f"tool {tool.get('name')}:")
@@ -516,6 +527,7 @@ def _load(path: Path) -> list[Recording]:
         )
     records: list[Recording] = []
     previous: dict[str, Any] | None = None
+    version = VERSION
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -524,7 +536,8 @@ def _load(path: Path) -> list[Recording]:
             if number == 1:  # the header
                 if not isinstance(data, dict) or data.get("format") != FORMAT:
                     raise ValueError("this is not an ipyagent cassette (no header line)")
-                if int(data.get("version", 0)) > VERSION:
+                version = int(data.get("version", 0))
+                if version > VERSION:
                     raise ValueError(f"written by a newer ipyagent (version {data['version']}): upgrade")
                 continue
             request = dict(data["request"])
@@ -539,6 +552,7 @@ def _load(path: Path) -> list[Recording]:
                 events=list(data["events"]),
                 error=data.get("error"),
                 cancelled=bool(data.get("cancelled")),
+                has_tool_choice=version >= 2,
             )
             for event in record.events:  # fail now, with a line number, not mid-replay
                 PROVIDER_EVENT_ADAPTER.validate_python(event)

@@ -1,5 +1,6 @@
 """The answer envelope of the turn after tool results, the nudge toward a call when the user
-mentions a tool, and the call-only reply when the user says to call one."""
+mentions a tool, and the request's tool_choice as a grammar: a call-only reply when it requires
+a call, an answer when it rules calls out."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from ipyagent.agentlib.model import (
     ToolSpec,
 )
 from ipyagent.agentlib.providers._local_grammar import (
+    allowed_calls,
     answer_grammar,
-    called_by_name,
     names_a_tool,
     tool_grammar,
 )
@@ -139,31 +140,45 @@ PYTHON = ToolSpec(
 )
 
 
+def test_the_adapter_reads_the_choice_not_the_words() -> None:
+    # "Call get_weather" is the loop's business (tool_choice.py): under "auto" the local model
+    # offers what it offers any message, text included.
+    told = ModelRequest(
+        model="m", messages=[Message.user('Call get_weather for "Oslo".')], tools=[WEATHER, PYTHON]
+    )
+    asked = told.model_copy(update={"messages": [Message.user("Weather in Oslo?")]})
+    assert allowed_calls(told) == allowed_calls(asked) == ([WEATHER, PYTHON], True)
+
+
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("choice", "expected"),
     [
-        ('Call get_weather with city "Oslo".', ["get_weather"]),
-        ("Use `run_python` to compute it.", ["run_python"]),
-        ("please call the tool get_weather for Oslo", ["get_weather"]),
-        ("Use run_python, not get_weather.", ["run_python"]),
-        ("Don't guess: call get_weather for Oslo.", ["get_weather"]),  # the negation is elsewhere
-        ("Call get_weather for Oslo, then run_python on it.", ["get_weather"]),  # only one is an order
-        ("Don't call run_python, just answer.", []),
-        ("Without using get_weather, guess Oslo's weather.", []),
-        ("Do not ever call run_python.", []),
-        ("What does get_weather return?", []),  # named, not an instruction
-        ("call get_weather_now", []),  # a different word
+        ("auto", (["get_weather", "run_python"], True)),
+        ("none", ([], True)),
+        ("required", (["get_weather", "run_python"], False)),
+        (("run_python",), (["run_python"], False)),
     ],
 )
-def test_called_by_name(text: str, expected: list[str]) -> None:
-    request = ModelRequest(model="m", messages=[Message.user(text)], tools=[WEATHER, PYTHON])
-    assert [t.name for t in called_by_name(request, [WEATHER, PYTHON])] == expected
+def test_allowed_calls_follow_the_tool_choice(choice: str | tuple[str, ...], expected: object) -> None:
+    request = ModelRequest(
+        model="m", messages=[Message.user("Hi")], tools=[WEATHER, PYTHON], tool_choice=choice
+    )
+    offered, text = allowed_calls(request)
+    assert ([t.name for t in offered], text) == expected
 
 
-def test_a_tool_result_is_not_an_instruction_to_call() -> None:
-    result = ToolResultBlock(tool_call_id="c1", name="get_weather", content="call get_weather again")
-    request = ModelRequest(model="m", messages=[Message(role="user", content=(result,))], tools=[WEATHER])
-    assert called_by_name(request, [WEATHER]) == []
+def test_after_results_holds_back_tools_only_under_auto() -> None:
+    call = ToolCallBlock.from_raw(id="c1", name="get_weather", raw_arguments='{"city": "Oslo"}')
+    messages = [
+        Message.user("Weather in Oslo?"),
+        Message(role="assistant", content=(call,)),
+        Message(role="user", content=(ToolResultBlock(tool_call_id="c1", name="get_weather", content="17"),)),
+    ]
+    request = ModelRequest(model="m", messages=messages, tools=[WEATHER, PYTHON])
+    assert allowed_calls(request, "none") == ([], True)  # the answer envelope
+    assert allowed_calls(request, "others") == ([PYTHON], True)
+    required = request.model_copy(update={"tool_choice": "required"})
+    assert allowed_calls(required, "none") == ([WEATHER, PYTHON], False)  # the loop's choice wins
 
 
 async def test_told_to_call_a_tool_the_reply_is_that_call(tiny_gguf: Path) -> None:
@@ -176,6 +191,7 @@ async def test_told_to_call_a_tool_the_reply_is_that_call(tiny_gguf: Path) -> No
         messages=[Message.user('Call get_weather with city "Oslo".')],
         tools=[weather, PYTHON],
         settings=ModelSettings(max_tokens=200, temperature=1.0),
+        tool_choice=("get_weather",),  # what the loop's default policy makes of this message
     )
     got = [e async for e in model.stream(request)]
     assert isinstance(got[0], ToolCallChunk)
@@ -220,3 +236,33 @@ async def test_after_tool_results_the_reply_is_text_only(tiny_gguf: Path) -> Non
     assert not [e for e in got if isinstance(e, ToolCallChunk)]
     text = "".join(e.text for e in got if isinstance(e, TextChunk))
     assert text and '{"answer"' not in text
+
+
+async def test_tool_choice_none_leaves_only_an_answer(tiny_gguf: Path) -> None:
+    model = LocalModel(tiny_gguf, n_ctx=1024, seed=3, tool_call_bias=50.0)  # a nudge it must not get
+    request = ModelRequest(
+        model="tiny",
+        messages=[Message.user("Is get_weather right for Oslo?")],  # mentions a tool: nudged under auto
+        tools=[WEATHER],
+        settings=ModelSettings(max_tokens=30, temperature=1.0),
+        tool_choice="none",
+    )
+    got = [e async for e in model.stream(request)]
+    assert not [e for e in got if isinstance(e, ToolCallChunk)]
+    assert "".join(e.text for e in got if isinstance(e, TextChunk))
+
+
+async def test_tool_choice_required_makes_the_reply_a_call(tiny_gguf: Path) -> None:
+    city = {"type": "string", "enum": ["Oslo", "Rome"]}
+    weather = WEATHER.model_copy(update={"parameters": {**WEATHER.parameters, "properties": {"city": city}}})
+    model = LocalModel(tiny_gguf, n_ctx=1024, seed=5)
+    request = ModelRequest(
+        model="tiny",
+        messages=[Message.user("Hello")],  # names no tool: only the choice asks for a call
+        tools=[weather],
+        settings=ModelSettings(max_tokens=200, temperature=1.0),
+        tool_choice="required",
+    )
+    got = [e async for e in model.stream(request)]
+    assert isinstance(got[0], ToolCallChunk)
+    assert [e.name for e in got if isinstance(e, ToolCallChunk)] == ["get_weather"]

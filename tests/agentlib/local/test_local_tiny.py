@@ -183,3 +183,44 @@ async def test_a_long_run_of_whitespace_ends_the_reply(tiny_gguf: Path) -> None:
     assert isinstance(done, Done), done
     assert (done.generated, done.truncated) == (MAX_BLANK_RUN, False)
     assert set("".join(i for i in items if isinstance(i, str))) == {"\n"}
+
+
+def test_a_draft_is_what_followed_the_latest_match_of_the_last_tokens() -> None:
+    import numpy as np
+
+    from ipyagent.agentlib.providers._local_llama import find_draft
+
+    seq = np.array([5, 1, 2, 3, 9, 9, 1, 2, 3, 7, 8, 4, 1, 2, 3], dtype=np.intc)
+    assert find_draft(seq, 3) == [7, 8, 4]  # after the latest earlier "1 2 3", not the first
+    assert find_draft(seq, 10) == [7, 8, 4, 1, 2, 3]  # up to the end of what is known
+    assert find_draft(np.array([4, 2, 6, 8, 6], dtype=np.intc), 2) == []  # one token is not enough
+    assert find_draft(np.array([1, 2, 9, 1, 2], dtype=np.intc), 4) == [9, 1, 2]  # two are
+    assert find_draft(np.array([1, 2], dtype=np.intc), 4) == []
+
+
+async def run_job(loaded: object, tokens: list[int], lookup: int) -> tuple[str, object]:
+    from ipyagent.agentlib.providers._local_llama import Done, Job
+
+    job = Job(loaded, tokens, 120, 0.0, None, 0, 0.0, lookup)  # type: ignore[arg-type]
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    await asyncio.to_thread(job.run, asyncio.get_running_loop(), queue)
+    await asyncio.sleep(0)
+    items = [queue.get_nowait() for _ in range(queue.qsize())]
+    assert isinstance(items[-1], Done), items[-1]
+    return "".join(i for i in items if isinstance(i, str)), job
+
+
+async def test_prompt_lookup_gives_the_same_reply_and_keeps_only_sampled_tokens(tiny_gguf: Path) -> None:
+    loaded = load(tiny_gguf, 1024, None)
+    llm = loaded.llm
+    # Greedy random weights fall into loops: the reply copies itself, and drafts guess right.
+    tokens = llm.tokenize(b"abcabcabc xyz abcabc", add_bos=True, special=True)
+    plain, _ = await run_job(loaded, tokens, 0)
+    fast, job = await run_job(loaded, tokens, 6)
+    assert fast == plain
+    assert job.drafted > job.accepted > 0  # type: ignore[attr-defined]
+    # The next request reuses the KV cache up to n_tokens: it must hold the prompt and the reply
+    # as sampled (all but the last token, never evaluated), not a wrong guess.
+    assert llm.n_tokens == len(tokens) + len(fast) - 1
+    assert list(llm.input_ids[: len(tokens)]) == tokens
+    assert bytes(llm.detokenize(list(llm.input_ids[len(tokens) : llm.n_tokens]))).decode() == fast[:-1]
