@@ -1,7 +1,7 @@
 """What the browser spends on a streaming answer and on opening a long chat, in a real Chromium.
 
-No kernel and no JupyterLab: a page loads a bundled view (ipyagent/widgets/static, or --static)
-with a stand-in for the anywidget model and gives it what the kernel would send.
+No kernel and no JupyterLab: a page loads the bundled views (ipyagent/widgets/static/runtime.js,
+or --static's) with a stand-in for the anywidget model and gives it what the kernel would send.
 
 Section "stream" (the run view). The page feeds the `patches` messages the kernel sends
 (docs/widget-protocol.md): an `add` of a streaming text block, one `append` every 50 ms (the
@@ -64,7 +64,7 @@ INTERVAL_MS = 50  # the kernel sends at most one patches message per ~50 ms
 
 # -- section "stream": a page with the run view and a stand-in model -------------------------------
 
-PAGE = """<!doctype html><meta charset="utf-8"><link rel="stylesheet" href="ipyagent.css">
+PAGE = """<!doctype html><meta charset="utf-8">
 <body><div id="view" style="width: 900px"></div>
 <script>
 window.longtasks = [];
@@ -80,7 +80,7 @@ window.requestAnimationFrame = (fn) => raf((t) => {
 });
 </script>
 <script type="module">
-import * as bundle from "./%(entry)s.js";
+import { views } from "./runtime.js"; // its stylesheet comes with it
 window.mountView = (state) => {
   const handlers = {};
   const model = {
@@ -92,7 +92,7 @@ window.mountView = (state) => {
     off() {},
   };
   const el = document.getElementById("view");
-  const destroy = bundle.default.render({ model, el });
+  const destroy = views.%(entry)s.render({ model, el });
   return {
     feed: (msg) => (handlers["msg:custom"] || []).forEach((fn) => fn(msg)),
     destroy,
@@ -105,9 +105,10 @@ window.ready = true;
 
 @contextlib.contextmanager
 def serve(static: Path, entry: str) -> Iterator[str]:
-    """An HTTP server for a page that loads ``entry``.js from ``static``; yields the page URL."""
+    """An HTTP server for a page that shows the ``entry`` view of ``static``/runtime.js; yields
+    the page URL."""
     with tempfile.TemporaryDirectory(prefix="ipyagent-bench-") as tmp:
-        for name in (f"{entry}.js", "ipyagent.css"):
+        for name in ("runtime.js",):
             shutil.copy(static / name, Path(tmp) / name)
         (Path(tmp) / "index.html").write_text(PAGE % {"entry": entry})
         handler = functools.partial(_QuietHandler, directory=tmp)
@@ -326,7 +327,7 @@ def bench_stream(
     static: Path, shapes: list[str], sizes_kb: list[int], *, rate_kb: float, max_lag: float
 ) -> list[list[Any]]:
     rows = []
-    with serve(static, "run_view") as url:
+    with serve(static, "run") as url:
         for shape in shapes:
             for size_kb in sizes_kb:
                 text = SHAPES[shape](size_kb * 1024, random.Random(size_kb))
@@ -377,10 +378,11 @@ STREAM_COLUMNS = [
 ORIGIN = "http://bench.invalid"
 
 CHAT_PAGE = """<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="/ipyagent.css"></head>
+</head>
 <body style="margin:0"><div id="out" style="width:900px;padding:8px"></div>
 <script type="module">
-import chat from "/chat.js";
+import { views } from "/runtime.js"; // its stylesheet comes with it
+const chat = views.chat;
 class Model {
   constructor(values) { this.values = values; this.handlers = new Map(); }
   get(key) { return this.values[key]; }
@@ -532,8 +534,7 @@ def chat_case(browser: Any, static: Path, count: int, settle: float) -> dict[str
     data = json.dumps({**kernel_side(count), "warmup": warmup()})
     files = {
         "/": ("text/html", CHAT_PAGE),
-        "/chat.js": ("text/javascript", (static / "chat.js").read_text()),
-        "/ipyagent.css": ("text/css", (static / "ipyagent.css").read_text()),
+        "/runtime.js": ("text/javascript", (static / "runtime.js").read_text()),
         "/data.json": ("application/json", data),
     }
     context = browser.new_context(viewport={"width": 1000, "height": 900})
@@ -636,7 +637,7 @@ def main() -> None:
     parser.add_argument("--messages", default="100,2000,10000", help="chat: history sizes, comma-separated")
     parser.add_argument("--settle", type=float, default=3.0, help="chat: seconds to watch after the open")
     parser.add_argument("--repeat", type=int, default=3, help="chat: runs per size (the table shows medians)")
-    parser.add_argument("--static", type=Path, default=STATIC, help="folder with the bundles to measure")
+    parser.add_argument("--static", type=Path, default=STATIC, help="folder with the runtime.js to measure")
     parser.add_argument("--name", default="browser", help="results file name (bench/results/NAME.json)")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():

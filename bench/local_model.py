@@ -158,7 +158,7 @@ async def speed(model: LocalModel) -> tuple[float, float, float, int]:
     async for event in model.stream(request):
         if isinstance(event, TextChunk):
             times.append(time.perf_counter())
-        elif event.type == "usage":
+        elif event.type == "usage_updated":
             out_tokens = event.usage.output_tokens
     ttft = times[0] - started
     rate = (out_tokens - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0

@@ -20,6 +20,7 @@ if _typing.TYPE_CHECKING:
     from .agentlib import (
         Agent,
         AgentError,
+        AgentRunFailed,
         BlockToolCall,
         ErrorInfo,
         Hooks,
@@ -40,6 +41,7 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "Agent",
     "AgentError",
+    "AgentRunFailed",
     "BlockToolCall",
     "ErrorInfo",
     "Hooks",

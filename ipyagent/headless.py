@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .agentlib.atomic import atomic_write
+from .kernel.cassettes import ENV_MODE
 from .kernel.notebook_path import HEADLESS_ENV
-from .kernel.replay import ENV_MODE
 
 __all__ = [
     "CellReport",
@@ -304,7 +305,7 @@ async def _kernel_info(client: Any) -> None:
 
 
 def _cassette(path: Path, env: Mapping[str, str]) -> Path:
-    from .kernel.replay import ReplaySwitch
+    from .kernel.cassettes import ReplaySwitch
 
     return ReplaySwitch.from_env(env).cassette_path(path.resolve())
 
@@ -330,7 +331,7 @@ def _save(
         )
     elif output is not None or record:
         target = output or report.path
-        nbformat.write(nb, str(target))  # type: ignore[no-untyped-call]
+        atomic_write(target, nbformat.writes(nb) + "\n")  # type: ignore[no-untyped-call]
         report.saved_to = target
 
 

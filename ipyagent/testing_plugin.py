@@ -13,7 +13,7 @@ notebook without agent cells is left alone. ``--ipyagent-replay=replay|record|li
 applies one mode to every notebook; ``off`` is another name for ``live``.
 
 The mode reaches each notebook's kernel through ``$IPYAGENT_REPLAY``, set while nbval starts it
-(see :mod:`ipyagent.kernel.replay`). The kernel is also told which notebook it runs
+(see :mod:`ipyagent.kernel.cassettes`). The kernel is also told which notebook it runs
 (``$JPY_SESSION_NAME``, as Jupyter Server does), so it finds the cassette beside it, and that it
 runs headless (``$IPYAGENT_HEADLESS``), so the agent's notebook tools leave the notebook under
 test unchanged.
@@ -120,7 +120,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     values = {ENV_HEADLESS: "1", "JPY_SESSION_NAME": str(notebook)}
     mode = _chosen_mode(item.config)
     if mode is None and _asks(item.config, notebook):
-        from .kernel.replay import ReplaySwitch
+        from .kernel.cassettes import ReplaySwitch
 
         cassette = ReplaySwitch(path=os.environ.get("IPYAGENT_CASSETTE") or None).cassette_path(notebook)
         if not cassette.exists():

@@ -1,6 +1,10 @@
-// Bundle the anywidget front end into the Python package (ipyagent/widgets/static): one
-// self-contained, minified ES module per view (marked, DOMPurify and highlight.js inlined — no
-// CDN, users are often offline) and one stylesheet from src/*.css.
+// Bundle the anywidget front end into the Python package (ipyagent/widgets/static):
+//
+//   runtime.js     the views' code, with marked, DOMPurify, highlight.js and the stylesheet inlined
+//                  (no CDN: users are often offline); a page loads it once (js/src/loader.js)
+//   run_view.js    the small module each view gets as its `_esm`: it loads the runtime, asking
+//   chat.js        the kernel for it (by its hash, baked in here) when the page has none yet
+//   ipyagent.css   the stylesheet alone, for pages that load runtime.js themselves (tests, benches)
 //
 //   node build.mjs                 write into ../ipyagent/widgets/static
 //   node build.mjs --outdir DIR    write elsewhere (scripts/check-js.sh compares a fresh build)
@@ -8,14 +12,21 @@
 // The output depends only on the sources and the locked dependency versions: no timestamps,
 // no absolute paths, no source maps, files and inputs in a fixed order.
 
+import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ENTRIES = ["run_view", "chat"];
+const LOADERS = ["run_view", "chat"];
 const BANNER = "/* ipyagent widget bundle: built from js/src by js/build.mjs. Do not edit. */";
+
+/** The runtime's name for loaders and the kernel: the start of the sha256 of its bytes
+ * (ipyagent/widgets/runtime.py computes the same). */
+function runtimeHash(text) {
+  return createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16);
+}
 
 function parseArgs(argv) {
   const i = argv.indexOf("--outdir");
@@ -25,10 +36,11 @@ function parseArgs(argv) {
   };
 }
 
-async function bundleScripts() {
+async function bundleScripts(entries, define) {
   const result = await esbuild.build({
     absWorkingDir: here,
-    entryPoints: Object.fromEntries(ENTRIES.map((name) => [name, `src/${name}.js`])),
+    entryPoints: Object.fromEntries(entries.map((name) => [name, `src/${name}.js`])),
+    define,
     outdir: "out", // nothing is written (write: false); names only
     write: false,
     bundle: true,
@@ -61,7 +73,12 @@ async function bundleStyles() {
 
 async function main() {
   const { outdir } = parseArgs(process.argv.slice(2));
-  const files = [...(await bundleScripts()), await bundleStyles()];
+  const css = await bundleStyles();
+  const [runtime] = await bundleScripts(["runtime"], { __IPYAGENT_CSS__: JSON.stringify(css.text) });
+  const loaders = await bundleScripts(LOADERS, {
+    __IPYAGENT_RUNTIME__: JSON.stringify(runtimeHash(runtime.text)),
+  });
+  const files = [runtime, ...loaders, css];
   await mkdir(outdir, { recursive: true });
   for (const { name, text } of files) {
     await writeFile(path.join(outdir, name), text);

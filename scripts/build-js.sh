@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the widgets' front end: install the locked npm dependencies in js/ and bundle js/src
-# into ipyagent/widgets/static (run_view.js, chat.js, ipyagent.css). Commit the result: the
-# Python package ships the bundles, so users need no node.
+# into ipyagent/widgets/static (runtime.js, the views' loaders run_view.js and chat.js,
+# ipyagent.css). Commit the result: the Python package ships the bundles, so users need no node.
 #   scripts/build-js.sh            install + build
 # Needs node >= 20 and npm; the build is reproducible (same sources + lockfile -> same bytes).
 set -euo pipefail

@@ -73,6 +73,81 @@ def test_the_core_owns_the_model_types_and_reaches_providers_only_to_resolve_a_m
     assert offenders == []
 
 
+def imported_names(path: Path) -> list[str]:
+    """Every module or name ``path`` imports, in full: ``from ..agentlib import events`` is
+    ``ipyagent.agentlib.events``, ``from .view_state import Block`` is
+    ``ipyagent.widgets.view_state.Block``. Imports under ``TYPE_CHECKING`` count too."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level]
+                base = ".".join((*package, base)) if base else ".".join(package)
+            found += [f"{base}.{alias.name}" for alias in node.names]
+    return found
+
+
+def within(name: str, modules: tuple[str, ...]) -> bool:
+    return any(name == module or name.startswith(f"{module}.") for module in modules)
+
+
+def test_widgets_never_import_the_kernel_layer() -> None:
+    offenders = [
+        f"{path.name}: {name}"
+        for path in (PACKAGE / "widgets").rglob("*.py")
+        for name in imported_names(path)
+        if within(name, ("ipyagent.kernel",))
+    ]
+    assert offenders == []
+
+
+def test_widgets_reach_the_core_only_through_events_view_state_and_actions() -> None:
+    # A view is state in, user actions out: it may read the core's events (and the messages they
+    # carry, for a resumed conversation's history); its view state and actions are its own
+    # (widgets/view_state.py). Running an agent is a controller's job (ipyagent/controllers.py).
+    allowed = ("ipyagent.widgets", "ipyagent.agentlib.events", "ipyagent.agentlib.messages")
+    offenders = [
+        f"{path.name}: {name}"
+        for path in (PACKAGE / "widgets").rglob("*.py")
+        for name in imported_names(path)
+        if within(name, ("ipyagent",)) and not within(name, allowed)
+    ]
+    # One exception: ipyagent.widgets.ChatWidget, where users have always imported it, is the
+    # chat view with its controller, a name the package re-exports on first use (and names for
+    # the type checker); no view module imports it.
+    assert offenders == ["__init__.py: ipyagent.controllers.ChatWidget"]
+    from ipyagent import widgets
+
+    outside = {name: module for name, module in widgets._WHERE.items() if not module.startswith(".")}
+    assert outside == {"ChatWidget": "ipyagent.controllers"}
+
+
+def test_providers_import_only_the_cores_types_and_errors() -> None:
+    core = "ipyagent.agentlib"
+    allowed = tuple(f"{core}.{name}" for name in ("model", "messages", "usage", "errors", "providers"))
+    # Not types nor errors, and there today: secret masking for error messages and cassettes,
+    # the retry wait the replay provider shares with the loop, and the atomic write of a cassette's
+    # first record and the append of the others (the core's file-writing helpers). Listed so that
+    # no other dependency on the core's machinery creeps in.
+    known = {
+        ("_http.py", f"{core}.redact"),
+        ("replay.py", f"{core}.redact"),
+        ("replay.py", f"{core}.retry"),
+        ("replay.py", f"{core}.atomic"),
+        ("replay.py", f"{core}.jsonl"),
+    }
+    found = {
+        (path.name, name.rsplit(".", 1)[0])
+        for path in (PACKAGE / "agentlib" / "providers").rglob("*.py")
+        for name in imported_names(path)
+        if within(name, ("ipyagent",)) and not within(name, allowed)
+    }
+    assert found == known
+
+
 def public_names(module: object) -> set[str]:
     """Public names, less submodules (pytest may have imported ipyagent.testing_plugin, and its
     assertion rewriting adds names such as "@py_builtins" that are not identifiers)."""

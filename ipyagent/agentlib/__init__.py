@@ -4,11 +4,15 @@ Nothing here imports IPython, ipykernel or widget libraries; the kernel and widg
 on this package, never the other way round.
 """
 
-from . import events
+# endpoints is imported for what importing it does: it registers the configured keys with
+# redact.known_secrets, and here it has done so before anything in the core can write a record.
+from . import endpoints, events  # noqa: F401
 from .agent import Agent
 from .compaction import CompactionResult
+from .deprecation import retired_names as _retired_names
 from .errors import (
     AgentError,
+    AgentRunFailed,
     AuthenticationError,
     ContextOverflowError,
     ErrorInfo,
@@ -19,10 +23,10 @@ from .errors import (
     ProviderUnavailable,
     RateLimitError,
     RunError,
-    ToolError,
     TransportError,
     UserError,
 )
+from .errors import retired_errors as _retired_errors
 from .hooks import BlockToolCall, Hooks, ToolCallInfo
 from .messages import (
     ImageBlock,
@@ -42,6 +46,7 @@ from .usage import ContextWindow, Usage
 __all__ = [
     "Agent",
     "AgentError",
+    "AgentRunFailed",
     "AuthenticationError",
     "BlockToolCall",
     "CompactionResult",
@@ -71,7 +76,6 @@ __all__ = [
     "Tool",
     "ToolCallBlock",
     "ToolCallInfo",
-    "ToolError",
     "ToolOutput",
     "ToolResultBlock",
     "ToolSpec",
@@ -81,3 +85,5 @@ __all__ = [
     "events",
     "tool",
 ]
+
+__getattr__ = _retired_names(__name__, _retired_errors)

@@ -18,8 +18,10 @@ from any thread.
 With ``Agent(session="name.agent.jsonl")`` the conversation is durable: every committed message,
 usage record, settings change and compaction is appended to that file, and opening the same path
 later resumes it (see :mod:`~ipyagent.agentlib.sessions`). This module owns the configuration
-and the transcript; the loop lives in :mod:`~ipyagent.agentlib.run`, the file format in
-:mod:`~ipyagent.agentlib.sessions`, summarizing in :mod:`~ipyagent.agentlib.compaction`.
+and what crosses threads into a run (events, answers, queued input); the transcript, its usage
+and its session file belong to the :class:`~ipyagent.agentlib.conversation.Conversation` the
+agent holds, the loop to :mod:`~ipyagent.agentlib.run`, the file format to
+:mod:`~ipyagent.agentlib.sessions`, summarizing to :mod:`~ipyagent.agentlib.compaction`.
 """
 
 from __future__ import annotations
@@ -27,26 +29,26 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from .asks import PendingAnswers
+from .asks import Inbox, PendingAnswers
 from .bus import EventBus, Listener, Subscription
-from .compaction import CompactionResult, compact_conversation
+from .compaction import CompactionResult
+from .conversation import Conversation
 from .errors import UserError
-from .events import AgentEvent, Decision, Warning
+from .events import AgentEvent, Decision
 from .hooks import Hooks
 from .messages import Message
 from .model import ModelSettings, Provider, ThinkingLevel, ToolSpec
 from .project_context import ProjectContext, load_project_context
 from .result import RunResult
 from .retry import RetryPolicy
-from .run import AgentRun
-from .sessions import SETTINGS_KEYS, Session
+from .run import AgentRun, RunConfig, compact_conversation
+from .sessions import Session
 from .system_prompt import build_system_prompt
 from .tools import Tool, as_tool
 from .usage import ContextWindow, Usage, estimate_tokens
@@ -118,8 +120,6 @@ class Agent:
                 hint="Pass e.g. compact_threshold=0.85, or None to compact only on overflow.",
                 code="invalid_option",
             )
-        self._session: Session | None = None
-        self._session_broken = False
         self._bus = EventBus()
         self._model = model
         self._settings = ModelSettings(thinking=thinking, max_tokens=max_tokens, temperature=temperature)
@@ -140,22 +140,21 @@ class Agent:
         self.compact_threshold = compact_threshold
         self.compact_keep = compact_keep
         self._project: ProjectContext | None = None
-        self._messages: list[Message] = []
-        self._call_ids: set[str] = set()  # every tool-call id in the transcript, kept as it grows
-        self._usage = Usage()
-        self._context: ContextWindow | None = None
-        #: Messages before this index are counted in ``_context`` when it is exact.
-        self._context_mark: int | None = None
-        self._load_warnings: list[str] = []
-        if session is not None:
-            self._open_session(session, notebook=notebook, messages=messages)
-        else:
-            for message in messages:
-                self._append(message)
-        self._pending = PendingAnswers()
+        opened = (
+            None if session is None else self._open_session(session, notebook=notebook, messages=messages)
+        )
+        self._conversation = Conversation(emit=self._bus.emit, session=opened)
+        if opened is not None:
+            self._adopt_session_settings(opened)
+        for message in messages:
+            self._conversation.append(message)
+        if opened is not None:
+            self._record_settings()
+        # What reaches a run from other threads: answers to its questions, and queued input.
+        self._answers = PendingAnswers()
+        self._inbox = Inbox()
+        #: Tools the user allowed with "always", for the rest of the conversation.
         self._always_allowed: set[str] = set()
-        self._queued: list[str] = []
-        self._queue_lock = threading.Lock()
         self._task: asyncio.Task[RunResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._provider: Provider | None = None
@@ -176,7 +175,7 @@ class Agent:
     @model.setter
     def model(self, value: str | Provider | None) -> None:
         if value is not getattr(self, "_model", None) and value != getattr(self, "_model", None):
-            self._provider = None  # resolved again on next use
+            self._release_provider()  # resolved again on next use
         self._model = value
         self._record_settings()
 
@@ -216,20 +215,22 @@ class Agent:
     @property
     def messages(self) -> list[Message]:
         """The whole transcript (a copy)."""
-        return list(self._messages)
+        return list(self._conversation.messages)
 
     @property
     def usage(self) -> Usage:
         """Usage summed over every request this agent made."""
-        return self._usage
+        return self._conversation.usage
 
     @property
     def context(self) -> ContextWindow:
         """How much of the model's context window the conversation fills."""
-        if self._context is not None:
-            return self._context
+        if (known := self._conversation.context) is not None:
+            return known
         limit = self._provider.context_limit if self._provider else None
-        return ContextWindow(used=estimate_tokens(self.system_prompt(), self._messages), limit=limit)
+        return ContextWindow(
+            used=estimate_tokens(self.system_prompt(), self._conversation.messages), limit=limit
+        )
 
     @property
     def running(self) -> bool:
@@ -238,7 +239,7 @@ class Agent:
     @property
     def session(self) -> Session | None:
         """The session file this conversation is saved in (``.path``, ``.id``), if any."""
-        return self._session
+        return self._conversation.session
 
     def reset(self) -> None:
         """Forget the conversation (not the configuration).
@@ -248,11 +249,7 @@ class Agent:
         """
         self._require_idle("reset")
         self._require_writable("reset")
-        self._messages.clear()
-        self._call_ids.clear()
-        self._context = None
-        self._context_mark = None
-        self._persist(lambda s: s.append_reset())
+        self._conversation.reset()
 
     def fork(self, at: int | None = None, *, session: str | os.PathLike[str] | None = None) -> Agent:
         """A new agent with the same configuration whose conversation is ``messages[:at]``.
@@ -264,14 +261,15 @@ class Agent:
                 fork in memory.
         """
         self._require_idle("fork")
-        count = len(self._messages) if at is None else at
-        if not 0 <= count <= len(self._messages):
+        messages = self._conversation.messages
+        count = len(messages) if at is None else at
+        if not 0 <= count <= len(messages):
             raise UserError(
-                f"Cannot fork at {at}: the conversation has {len(self._messages)} messages.",
-                hint=f"Pass at= between 0 and {len(self._messages)}.",
+                f"Cannot fork at {at}: the conversation has {len(messages)} messages.",
+                hint=f"Pass at= between 0 and {len(messages)}.",
                 code="invalid_fork_point",
             )
-        if count and self._messages[count - 1].tool_calls:
+        if count and messages[count - 1].tool_calls:
             raise UserError(
                 f"Cannot fork at {count}: message {count - 1} calls tools whose results are message "
                 f"{count}, and a fork must not separate them.",
@@ -280,7 +278,7 @@ class Agent:
             )
         opened = None
         if session is not None:
-            parent = self._session
+            parent = self.session
             opened = Session.open(
                 session,
                 exclusive=True,
@@ -290,23 +288,34 @@ class Agent:
                 fsync=parent.fsync if parent else True,
             )
         try:
-            return Agent(**self._config(), session=opened, messages=self._messages[:count])
+            return Agent(**self._config(), session=opened, messages=messages[:count])
         except BaseException:
             if opened is not None:
                 opened.close()
             raise
 
     def close(self) -> None:
-        """Close the session file (releasing its lock). The agent can no longer run."""
-        if self._session is not None:
-            self._session.close()
+        """Close the session file (releasing its lock; the agent can no longer run), and let go of
+        the model's connections: the agents of one endpoint share them, and the last to let go
+        closes them."""
+        self._conversation.close()
+        self._release_provider()
 
     async def compact(self, focus: str = "") -> CompactionResult:
         """Summarize the older part of the conversation now, keeping the last ``compact_keep``
         messages verbatim. ``focus`` tells the summary what matters most."""
         self._require_idle("compact")
         self._require_writable("compact")
-        return await compact_conversation(self, self.provider, reason="manual", focus=focus)
+        return await compact_conversation(
+            self._conversation,
+            self.provider,
+            keep=self.compact_keep,
+            settings=self.settings,
+            retry=self.retry,
+            reason="manual",
+            focus=focus,
+            emit=self._bus.emit,
+        )
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -320,7 +329,16 @@ class Agent:
         self._require_writable("run")
         provider = self.provider
         self._loop = asyncio.get_running_loop()
-        agent_run = AgentRun(self, provider, prompt)
+        self._refresh_project()
+        agent_run = AgentRun(
+            self._conversation,
+            self._run_config(provider),
+            prompt,
+            bus=self._bus,
+            answers=self._answers,
+            inbox=self._inbox,
+            always_allowed=self._always_allowed,
+        )
         task = asyncio.ensure_future(agent_run.execute())
         self._task = task
         try:
@@ -382,8 +400,7 @@ class Agent:
     def send(self, text: str) -> None:
         """Queue more input for the run in flight: it goes to the model after the current turn's
         tool results, merged into one user message. With no run in flight, it opens the next run."""
-        with self._queue_lock:
-            self._queued.append(text)
+        self._inbox.put(text)
 
     def resolve_permission(self, call_id: str, decision: Decision, *, reason: str = "") -> bool:
         """Answer a ``permission_required`` event: ``"allow"``, ``"always"`` (this tool, for the
@@ -391,11 +408,11 @@ class Agent:
         model reads instead of "the user declined". Returns False when nothing waits for that call."""
         if decision not in ("allow", "always", "deny"):
             raise UserError(f"Unknown decision {decision!r}.", hint="Use 'allow', 'always' or 'deny'.")
-        return self._pending.resolve(f"permission:{call_id}", (decision, reason))
+        return self._answers.resolve(f"permission:{call_id}", (decision, reason))
 
     def answer(self, question_id: str, answer: str | None) -> bool:
         """Answer an ``ask_user_required`` event (``None`` declines to answer)."""
-        return self._pending.resolve(f"ask:{question_id}", answer)
+        return self._answers.resolve(f"ask:{question_id}", answer)
 
     def on(self, event: str | type[BaseModel], listener: Listener) -> Subscription:
         """Call ``listener(event)`` for every event of a type (``"text_delta"`` or ``TextDelta``;
@@ -404,11 +421,28 @@ class Agent:
 
     # -- for the run -----------------------------------------------------------------------------
 
-    def _append(self, message: Message) -> None:
-        self._messages.append(message)
-        self._call_ids.update(call.id for call in message.tool_calls)
-        if self._session is not None:
-            self._persist(lambda s: s.append_message(message))
+    def _run_config(self, provider: Provider) -> RunConfig:
+        """What a run reads of this agent, fixed for the run (the tools and their system prompt
+        included)."""
+        tools = self._tools_for_run()
+        return RunConfig(
+            provider=provider,
+            system=self.system_prompt([t.spec for t in tools]),
+            tools=tuple(tools),
+            model=_model_id(self._model),
+            settings=self._settings,
+            hooks=self.hooks,
+            retry=self.retry,
+            max_turns=self.max_turns,
+            max_repeated_calls=self.max_repeated_calls,
+            max_consecutive_failures=self.max_consecutive_failures,
+            max_result_chars=self.max_result_chars,
+            tool_timeout=self.tool_timeout,
+            can_write=self.can_write,
+            auto_approve=self.auto_approve,
+            compact_threshold=self.compact_threshold,
+            compact_keep=self.compact_keep,
+        )
 
     def _tools_for_run(self) -> list[Tool]:
         """The agent's tools, plus ``load_skill`` when the workspace has skills."""
@@ -426,13 +460,12 @@ class Agent:
 
     def _open_session(
         self, session: str | os.PathLike[str] | Session, *, notebook: str | None, messages: Sequence[Message]
-    ) -> None:
+    ) -> Session:
         if isinstance(session, Session):
             opened = session
         else:
             opened = Session.open(session, model=_model_id(self._model), notebook=notebook)
-        state = opened.state
-        if state.messages and messages:
+        if opened.state.messages and messages:
             if not isinstance(session, Session):
                 opened.close()
             raise UserError(
@@ -440,13 +473,11 @@ class Agent:
                 hint="Pass one or the other; to start from other messages, fork: agent.fork(session=...).",
                 code="session_has_messages",
             )
-        self._session = opened
-        self._messages = list(state.messages)
-        for message in self._messages:
-            self._call_ids.update(call.id for call in message.tool_calls)
-        self._usage = state.usage
-        self._load_warnings = list(state.warnings)
-        recorded = state.settings
+        return opened
+
+    def _adopt_session_settings(self, opened: Session) -> None:
+        """Options left at ``None`` take the session's recorded values."""
+        recorded = opened.state.settings
         if self._model is None and opened.model is not None:
             self._model = opened.model
         self._settings = self._settings.model_copy(
@@ -456,42 +487,18 @@ class Agent:
                 if getattr(self._settings, k) is None and recorded.get(k) is not None
             }
         )
-        for message in messages:
-            self._append(message)
-        self._record_settings()
 
     def _record_settings(self) -> None:
         """Append a settings record when the model or settings differ from the last recorded."""
-        session = self._session
-        if session is None or session.read_only or session.closed:
-            return
-        current = {"model": _model_id(self._model), **self._settings.model_dump()}
-        recorded = dict.fromkeys(SETTINGS_KEYS) | {"model": session.state.model} | session.state.settings
-        if {k: current.get(k) for k in SETTINGS_KEYS} != {k: recorded.get(k) for k in SETTINGS_KEYS}:
-            self._persist(lambda s: s.append_settings(current))
+        self._conversation.record_settings(_model_id(self._model), self._settings)
 
-    def _persist(self, write: Callable[[Session], None]) -> None:
-        """Write to the session; a failing disk becomes a warning, not a lost conversation."""
-        session = self._session
-        if session is None or self._session_broken or session.read_only:
-            return
-        try:
-            write(session)
-        except OSError as exc:
-            self._session_broken = True
-            self._bus.emit(
-                Warning(
-                    code="session_write_failed",
-                    message=f"Could not write to the session {session.path}: {exc}. The conversation "
-                    "goes on in memory but is no longer saved.",
-                    hint="Free disk space or fix the permissions, then save it to a new file with "
-                    "agent.fork(session='new.agent.jsonl').",
-                )
-            )
-
-    def _take_load_warnings(self) -> list[str]:
-        warnings, self._load_warnings = self._load_warnings, []
-        return warnings
+    def _release_provider(self) -> None:
+        """Forget the provider resolved from the model id, closing it if it can be closed (an HTTP
+        provider lets go of its pooled client). A provider given as ``model`` is the caller's."""
+        provider, self._provider = self._provider, None
+        close = getattr(provider, "close", None) if provider is not self._model else None
+        if close is not None:
+            close()
 
     def _config(self) -> dict[str, Any]:
         return {
@@ -515,24 +522,8 @@ class Agent:
             "compact_keep": self.compact_keep,
         }
 
-    def _take_queued(self) -> str:
-        with self._queue_lock:
-            queued, self._queued = self._queued, []
-        return "\n\n".join(queued)
-
-    def _someone_can_answer(self, event_type: str) -> bool:
-        return self._bus.has_listener(event_type) or self._bus.has_stream
-
     def _require_writable(self, what: str) -> None:
-        session = self._session
-        if session is not None and (session.read_only or session.closed):
-            state = "open read-only" if session.read_only else "closed"
-            raise UserError(
-                f"Cannot {what}: the session {session.path} is {state}.",
-                hint="Continue in a new file with agent.fork(session='new.agent.jsonl'), or open the "
-                "session again for writing (close the agent or kernel that holds it first).",
-                code="session_read_only" if session.read_only else "session_closed",
-            )
+        self._conversation.require_writable(what)
 
     def _require_idle(self, what: str) -> None:
         if self.running:
@@ -545,8 +536,9 @@ class Agent:
     def __repr__(self) -> str:
         model = _model_id(self._model)
         tools = [t.name for t in self.tools]
-        saved = f", session={str(self._session.path)!r}" if self._session is not None else ""
-        return f"Agent(model={model!r}, tools={tools}, messages={len(self._messages)}{saved})"
+        session = self.session
+        saved = f", session={str(session.path)!r}" if session is not None else ""
+        return f"Agent(model={model!r}, tools={tools}, messages={len(self._conversation.messages)}{saved})"
 
 
 _announced: set[str] = set()

@@ -1,8 +1,9 @@
-"""Questions waiting for a person: permission prompts and ask-user questions.
+"""What reaches a run from a person while it runs: answers to its questions, and more input.
 
-The run awaits a future per question; the answer may come from any thread (a widget's comm
-handler runs off the kernel's main thread), so :meth:`PendingAnswers.resolve` hops onto the
-loop with ``call_soon_threadsafe``.
+The run awaits a future per question (permission prompts, ask-user questions); the answer may
+come from any thread (a widget's comm handler runs off the kernel's main thread), so
+:meth:`PendingAnswers.resolve` hops onto the loop with ``call_soon_threadsafe``. Input sent
+with ``agent.send`` waits in an :class:`Inbox` until the run takes it between turns.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import asyncio
 import threading
 from typing import Any
 
-__all__ = ["PendingAnswers"]
+__all__ = ["Inbox", "PendingAnswers"]
 
 
 class PendingAnswers:
@@ -19,10 +20,6 @@ class PendingAnswers:
         self._futures: dict[str, asyncio.Future[Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
-
-    @property
-    def keys(self) -> list[str]:
-        return list(self._futures)
 
     def open(self, key: str) -> asyncio.Future[Any]:
         """Start waiting for ``key``. Open it *before* announcing the question: a listener may
@@ -54,3 +51,21 @@ class PendingAnswers:
         future = self._futures.get(key)
         if future is not None and not future.done():
             future.set_result(value)
+
+
+class Inbox:
+    """Text queued for the run in flight, from any thread; the run takes it all at once."""
+
+    def __init__(self) -> None:
+        self._texts: list[str] = []
+        self._lock = threading.Lock()
+
+    def put(self, text: str) -> None:
+        with self._lock:
+            self._texts.append(text)
+
+    def take(self) -> str:
+        """Everything queued, joined into one text ("" when nothing is)."""
+        with self._lock:
+            texts, self._texts = self._texts, []
+        return "\n\n".join(texts)

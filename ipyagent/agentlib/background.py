@@ -2,13 +2,18 @@
 
 Used by the kernel layer (the ``%%agent`` cell waits on its main thread while the model I/O runs
 here) and by the chat widget (runs start from button clicks while the kernel is idle). One loop
-serves every run, so HTTP clients and loaded models persist between them.
+serves every run, so HTTP clients and loaded models persist between them. Stopping the loop
+closes them: the loop shuts down its async generators first, as ``asyncio.run`` does (the HTTP
+clients close there, see :mod:`.providers._clients`). The process-wide loop stops at exit, so
+servers see the connections end rather than vanish.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -16,6 +21,9 @@ from typing import Any, TypeVar
 __all__ = ["BackgroundLoop"]
 
 T = TypeVar("T")
+
+#: Seconds the loop's async generators (open streams, HTTP clients) get to close when it stops.
+_SHUTDOWN_TIMEOUT = 3.0
 
 
 class BackgroundLoop:
@@ -40,7 +48,13 @@ class BackgroundLoop:
                     try:
                         loop.run_forever()
                     finally:
-                        loop.close()
+                        try:
+                            with contextlib.suppress(asyncio.TimeoutError):
+                                loop.run_until_complete(
+                                    asyncio.wait_for(loop.shutdown_asyncgens(), _SHUTDOWN_TIMEOUT)
+                                )
+                        finally:
+                            loop.close()
 
                 self._thread = threading.Thread(target=serve, name=self._name, daemon=True)
                 self._thread.start()
@@ -70,4 +84,5 @@ def shared_loop() -> BackgroundLoop:
     global _shared
     if _shared is None:
         _shared = BackgroundLoop()
+        atexit.register(_shared.stop)
     return _shared

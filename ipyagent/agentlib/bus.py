@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .errors import UserError
-from .events import EVENT_TYPES, AgentEvent
+from .events import EVENT_TYPES, RETIRED_TYPES, AgentEvent
 
 __all__ = ["EventBus", "Listener", "Subscription"]
 
@@ -32,8 +33,9 @@ class Subscription:
     """Returned by ``agent.on``: call :meth:`remove` (or use it as a context manager) to stop."""
 
     _bus: EventBus
-    _key: str
-    _listener: Listener
+    #: The event type listened to (``"*"`` for all).
+    event_type: str
+    listener: Listener
 
     def remove(self) -> None:
         self._bus.remove(self)
@@ -58,7 +60,7 @@ class EventBus:
         return sub
 
     def remove(self, sub: Subscription) -> None:
-        subs = self._listeners.get(sub._key, [])
+        subs = self._listeners.get(sub.event_type, [])
         if sub in subs:
             subs.remove(sub)
 
@@ -89,7 +91,7 @@ class EventBus:
 
     def _call(self, sub: Subscription, event: AgentEvent) -> None:
         try:
-            result = sub._listener(event)
+            result = sub.listener(event)
             if inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)
                 self._tasks.add(task)
@@ -105,6 +107,14 @@ class EventBus:
 
 def _key(event: str | type[BaseModel]) -> str:
     if isinstance(event, str):
+        if event in RETIRED_TYPES:
+            new = RETIRED_TYPES[event]
+            warnings.warn(
+                f"The event type {event!r} is now {new!r}; the old name goes away in the next release.",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            return new
         if event != _ALL and event not in EVENT_TYPES:
             raise UserError(
                 f"Unknown event type {event!r}.",

@@ -7,10 +7,11 @@ tool call is never separated from its result. When the model fails or returns no
 deterministic digest stands in, so compaction always makes progress.
 
 :func:`compact` is pure apart from the one model request: it returns a :class:`CompactionResult`
-and changes nothing. :func:`compact_conversation` is the agent's side: it emits the events,
-applies the result and records the marker in the session. When to compact is the loop's call
-(:mod:`~ipyagent.agentlib.run`: the context crossing a threshold, or the provider reporting an
-overflow, once per run) or the user's (``await agent.compact()``).
+(what it decided: the summary, how many messages it replaces, the usage it spent) and changes
+nothing. The :class:`~ipyagent.agentlib.conversation.Conversation` applies it; the loop
+(:func:`ipyagent.agentlib.run.compact_conversation`) announces it. When to compact is the loop's
+call (the context crossing a threshold, or the provider reporting an overflow, once per run) or
+the user's (``await agent.compact()``).
 """
 
 from __future__ import annotations
@@ -20,30 +21,24 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
 
 from .errors import AgentError, ErrorInfo
-from .events import CompactionCompleted, CompactionStarted, Warning
 from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .model import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport, open_stream
 from .redact import redact_text
-from .retry import RetryPolicy, wait_before_retry
-from .usage import CHARS_PER_TOKEN, Usage
+from .retry import Retries, RetryPolicy
+from .usage import CHARS_PER_TOKEN, Usage, request_usage
 
 __all__ = [
     "SUMMARY_PREFIX",
     "SUMMARY_SYSTEM_PROMPT",
     "CompactionResult",
     "compact",
-    "compact_conversation",
     "fallback_summary",
     "is_summary",
     "render_transcript",
     "split_point",
 ]
-
-if TYPE_CHECKING:
-    from .agent import Agent
 
 log = logging.getLogger("ipyagent")
 
@@ -150,67 +145,14 @@ async def compact(
     )
 
 
-async def compact_conversation(
-    agent: Agent, provider: Provider, *, reason: Literal["threshold", "overflow", "manual"], focus: str = ""
-) -> CompactionResult:
-    """The agent's side of a compaction: announce it, :func:`compact`, apply the new transcript,
-    count the usage, and record the marker in the session."""
-    agent._bus.emit(CompactionStarted(reason=reason, messages=len(agent._messages)))
-    result = await compact(
-        agent._messages,
-        provider,
-        keep=agent.compact_keep,
-        focus=focus,
-        settings=agent.settings,
-        retry=agent.retry,
-    )
-    if result.usage.requests:
-        agent._usage = agent._usage + result.usage
-        agent._persist(lambda s: s.append_usage(result.usage))
-    summary = result.summary
-    if result.dropped and summary is not None:
-        agent._messages = list(result.messages)
-        agent._context = None
-        agent._context_mark = None
-        agent._persist(
-            lambda s: s.append_compaction(
-                dropped=result.dropped,
-                kept=result.kept,
-                summary=summary,
-                summary_hash=result.summary_hash,
-                reason=reason,
-                fallback=result.fallback,
-            )
-        )
-    if result.error is not None:
-        agent._bus.emit(
-            Warning(
-                code="compaction_fallback",
-                message=f"The model could not summarize the conversation ({result.error.message}); "
-                "a mechanical digest was used instead.",
-                hint=result.error.hint,
-            )
-        )
-    agent._bus.emit(
-        CompactionCompleted(
-            dropped=result.dropped,
-            kept=result.kept,
-            summary=summary.text if summary else "",
-            summary_hash=result.summary_hash,
-            fallback=result.fallback,
-        )
-    )
-    return result
-
-
 async def _ask(
     provider: Provider, request: ModelRequest, policy: RetryPolicy
 ) -> tuple[str, Usage, ErrorInfo | None]:
     """The summary's text ("" on failure), the usage it cost, and the failure if any."""
-    attempt = 0
     usage = Usage()
-    while True:
-        attempt += 1
+
+    async def send(attempt: int) -> str:
+        nonlocal usage
         pieces: list[str] = []
         reported: Usage | None = None
         try:
@@ -220,18 +162,21 @@ async def _ask(
                         pieces.append(chunk.text)
                     elif isinstance(chunk, UsageReport):
                         reported = chunk.usage
-        except AgentError as exc:
-            usage = usage + (reported or Usage()).model_copy(update={"requests": 1})
-            if exc.retryable and attempt < policy.attempts:
-                await wait_before_retry(provider, policy.delay(attempt, exc.retry_after))
-                continue
-            return "", usage, exc.info
-        except Exception as exc:  # a provider bug must not lose the conversation: fall back
-            said = redact_text(f"{type(exc).__name__}: {exc}")
-            log.warning("ipyagent: the summary request raised %s", said)
-            info = ErrorInfo(code="unexpected_error", layer="provider", message=said)
-            return "", usage, info
-        return "".join(pieces), usage + (reported or Usage()).model_copy(update={"requests": 1}), None
+        except AgentError:
+            usage = usage + request_usage(reported)  # a request that failed was still made
+            raise
+        usage = usage + request_usage(reported)
+        return "".join(pieces)
+
+    try:
+        text = await Retries(policy, provider).run(send)
+    except AgentError as exc:
+        return "", usage, exc.info
+    except Exception as exc:  # a provider bug must not lose the conversation: fall back
+        said = redact_text(f"{type(exc).__name__}: {exc}")
+        log.warning("ipyagent: the summary request raised %s", said)
+        return "", usage, ErrorInfo(code="unexpected_error", layer="provider", message=said)
+    return text, usage, None
 
 
 def _input_budget(context_limit: int | None) -> int:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from .errors import UserError
 from .model import Provider
-from .redact import redact_url
+from .redact import add_secret_source, is_secret_header, redact_url, url_secrets
 
 if TYPE_CHECKING:
     import httpx
@@ -52,6 +52,7 @@ __all__ = [
     "Endpoint",
     "EndpointKind",
     "config_path",
+    "configured_secrets",
     "context_limit",
     "endpoints",
     "get_endpoint",
@@ -232,13 +233,11 @@ def _ollama(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None)
 
 
 def _common(endpoint: Endpoint, model: str, client: httpx.AsyncClient | None) -> dict[str, Any]:
-    from .providers._http import Secret
-
     key = endpoint.resolved_key()  # first: a missing key must fail before anything else
     return {
         "endpoint": endpoint.name,
         "base_url": endpoint.resolved_base_url(),
-        "api_key": Secret(key) if key else None,
+        "api_key": key or None,  # the adapter holds it in a Secret
         "key_env": endpoint.key_env,
         "headers": dict(endpoint.headers),
         "client": client,
@@ -553,6 +552,21 @@ def context_limit(model_id: str) -> int | None:
     base = model.rsplit("/", 1)[-1].lower().removeprefix("meta-")
     best = max((p for p in _CONTEXT_LIMITS if base.startswith(p)), key=len, default=None)
     return None if best is None else _CONTEXT_LIMITS[best]
+
+
+def configured_secrets() -> set[str]:
+    """Every endpoint's key, base-URL credentials and credential headers: what
+    :func:`~ipyagent.agentlib.redact.known_secrets` masks besides the environment's."""
+    found: set[str] = set()
+    for endpoint in endpoints().values():
+        if endpoint.api_key:
+            found.add(endpoint.api_key)
+        found.update(url_secrets(endpoint.base_url))
+        found.update(v for k, v in endpoint.headers.items() if is_secret_header(k))
+    return found
+
+
+add_secret_source(configured_secrets)
 
 
 #: What a key in the environment selects when no model is configured, in this order.

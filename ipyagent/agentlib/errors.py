@@ -13,9 +13,11 @@ Every failure a user can meet is an :class:`AgentError` (or is described by an
     │   ├── ContextOverflowError   the request does not fit the model's context window
     │   └── ProtocolError          the stream broke the wire format
     ├── TransportError         connection refused/reset, timeouts (retryable)
-    ├── ToolError              a tool failed (normally a result the model reads, not raised)
     ├── HookError              a hook raised
-    └── RunError               a guard stopped the run (repeated failures, empty replies, ...)
+    ├── RunError               a guard stopped the run (repeated failures, empty replies, ...)
+    └── AgentRunFailed         a finished run that did not complete, raised on request
+                               (``result.raise_for_status()``, a failed ``%%agent`` cell); its
+                               ``info`` is the run's own error
 
 This module owns the hierarchy and ``ErrorInfo``; translating a library's exceptions into it
 happens once, at each boundary (the provider adapters, the tool executor).
@@ -27,8 +29,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .deprecation import retired_names
+
 __all__ = [
     "AgentError",
+    "AgentRunFailed",
     "AuthenticationError",
     "ContextOverflowError",
     "ErrorInfo",
@@ -41,7 +46,6 @@ __all__ = [
     "RateLimitError",
     "RunError",
     "Severity",
-    "ToolError",
     "TransportError",
     "UserError",
 ]
@@ -178,11 +182,6 @@ class TransportError(AgentError):
     default_retryable = True
 
 
-class ToolError(AgentError):
-    layer = "tool"
-    default_code = "tool_error"
-
-
 class HookError(AgentError):
     layer = "hook"
     default_code = "hook_failed"
@@ -191,3 +190,38 @@ class HookError(AgentError):
 class RunError(AgentError):
     layer = "run"
     default_code = "run_failed"
+
+
+class AgentRunFailed(AgentError):
+    layer = "run"
+    default_code = "run_failed"
+
+    @classmethod
+    def from_info(cls, info: ErrorInfo) -> AgentRunFailed:
+        """The exception for a run that ended with ``info``."""
+        err = _rebuild(cls, info, None)
+        assert isinstance(err, AgentRunFailed)
+        return err
+
+    @property
+    def error(self) -> ErrorInfo:
+        """The run's error (``info``; the name the kernel's exception had)."""
+        return self.info
+
+    def _render_traceback_(self) -> list[str]:
+        lines = [f"AgentRunFailed [{self.info.code}]: {self.info.message}"]
+        if self.info.hint:
+            lines.append(f"Hint: {self.info.hint}")
+        return lines
+
+
+class _ToolError(AgentError):
+    layer = "tool"
+    default_code = "tool_error"
+
+
+# A failing tool is an error result the model reads, never an exception, so nothing raised this.
+retired_errors: dict[str, tuple[object, str]] = {
+    "ToolError": (_ToolError, "a failing tool becomes an error result; catch AgentError instead"),
+}
+__getattr__ = retired_names(__name__, retired_errors)

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .deprecation import retired_names
 from .errors import ErrorInfo
 from .messages import FinishReason, Message
 from .usage import ContextWindow, Usage
@@ -44,6 +45,7 @@ __all__ = [
     "RunFailed",
     "RunFinished",
     "RunStarted",
+    "RunWarning",
     "TextDelta",
     "TextEnd",
     "TextStart",
@@ -56,7 +58,6 @@ __all__ = [
     "ToolExecuting",
     "ToolResult",
     "UsageUpdated",
-    "Warning",
 ]
 
 # Schemas are built on first use, not at import: `%load_ext ipyagent` stays fast.
@@ -249,15 +250,17 @@ class AskUserAnswered(_Event):
 # -- bookkeeping ---------------------------------------------------------------------------------
 
 
-class Warning(_Event):
-    type: Literal["warning"] = "warning"
+class RunWarning(_Event):
+    """Something the user should know that does not stop the run (a retry, a repaired session)."""
+
+    type: Literal["run_warning"] = "run_warning"
     code: str
     message: str
     hint: str = ""
 
 
 class UsageUpdated(_Event):
-    type: Literal["usage"] = "usage"
+    type: Literal["usage_updated"] = "usage_updated"
     request: Usage
     total: Usage
     context: ContextWindow
@@ -312,7 +315,7 @@ AgentEvent: TypeAlias = Annotated[
     | PermissionResolved
     | AskUserRequired
     | AskUserAnswered
-    | Warning
+    | RunWarning
     | UsageUpdated
     | MessageCommitted
     | CompactionStarted
@@ -325,3 +328,9 @@ EVENT_ADAPTER: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent, config=_DEFERRE
 EVENT_TYPES: dict[str, type[BaseModel]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(AgentEvent)[0])
 }
+
+#: Type names of the previous release, still accepted by ``agent.on`` (with a warning).
+RETIRED_TYPES = {"warning": "run_warning", "usage": "usage_updated"}
+__getattr__ = retired_names(
+    __name__, {"Warning": (RunWarning, "use RunWarning (it shadowed the builtin Warning)")}
+)

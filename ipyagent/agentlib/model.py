@@ -243,7 +243,9 @@ class Provider(Protocol):
     ``model_id`` is the qualified ``<endpoint>/<model>`` string; ``context_limit`` the model's
     window in tokens when known. A provider may also have a ``wait_before_retry(seconds)``
     coroutine method to decide how the wait before a retried request passes (see
-    :func:`ipyagent.agentlib.retry.wait_before_retry`); without one the loop sleeps.
+    :func:`ipyagent.agentlib.retry.wait_before_retry`); without one the loop sleeps. It may have
+    a ``close()`` method too, which an agent calls when it closes or changes model, for a provider
+    it resolved from a model id (an HTTP provider lets go of its pooled connections there).
     """
 
     @property

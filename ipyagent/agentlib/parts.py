@@ -89,7 +89,6 @@ class PartsAssembler:
         self.usage: Usage | None = None
         self.context_limit: int | None = None
         self.finish_reason: FinishReason | None = None
-        self.response_id: str | None = None
 
     @property
     def has_output(self) -> bool:
@@ -109,7 +108,6 @@ class PartsAssembler:
             return []
         if isinstance(event, ResponseEnd):
             self.finish_reason = event.finish_reason
-            self.response_id = event.response_id or self.response_id
             return []
         assert_never(event)
 

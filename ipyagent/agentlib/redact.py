@@ -4,7 +4,10 @@ One owner for both questions, so every boundary masks the same things the same w
 
 - :func:`known_secrets`: the values that must never be written — key-like environment
   variables (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ...), the endpoint keys of the config file,
-  and the credentials inside URLs (``https://user:KEY@host``, ``?api_key=KEY``) found in either;
+  and the credentials inside URLs (``https://user:KEY@host``, ``?api_key=KEY``) found in either
+  (the endpoints' values come from :mod:`.endpoints`, which registers them with
+  :func:`add_secret_source`: the adapters that the endpoint registry builds import this module,
+  so it imports none of them);
 - :func:`redact` and :func:`redact_strings`: those values masked in a text or in every string
   of a JSON-like value (cassettes, session files, tool results);
 - :func:`redact_url`: a URL — or any text holding URLs — with its credentials masked, for
@@ -19,6 +22,7 @@ writer, the session writer and the agent loop (tool results) call it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -31,6 +35,7 @@ __all__ = [
     "MASK",
     "REDACTED",
     "URLCredentialFilter",
+    "add_secret_source",
     "is_secret_header",
     "known_secrets",
     "redact",
@@ -106,6 +111,16 @@ def is_secret_header(name: str) -> bool:
     return name.lower() == "authorization" or bool(_SECRET_NAME.search(name))
 
 
+#: What else names secrets (the configured endpoints' keys), registered by who knows them.
+_SOURCES: list[Callable[[], Iterable[str]]] = []
+
+
+def add_secret_source(source: Callable[[], Iterable[str]]) -> None:
+    """Have :func:`known_secrets` include what ``source()`` returns (once, however often added)."""
+    if source not in _SOURCES:
+        _SOURCES.append(source)
+
+
 def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """Every value that must never be written, longest first: key-like environment variables,
     credentials in URLs (in the environment or the endpoints' base URLs), endpoint keys and
@@ -115,16 +130,9 @@ def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     for value in env.values():
         if "://" in value:
             found.update(url_secrets(value))
-    try:
-        from .endpoints import endpoints
-
-        for endpoint in endpoints().values():
-            if endpoint.api_key:
-                found.add(endpoint.api_key)
-            found.update(url_secrets(endpoint.base_url))
-            found.update(v for k, v in endpoint.headers.items() if is_secret_header(k))
-    except Exception:  # a broken config file is reported where it is used, not here
-        pass
+    for source in _SOURCES:
+        with contextlib.suppress(Exception):  # a broken config file is reported where it is used
+            found.update(source())
     return sorted((s for s in found if len(s) >= MIN_SECRET_LEN), key=len, reverse=True)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 from pydantic import BaseModel, ConfigDict
 
-from .errors import AgentError, ErrorInfo
+from .errors import AgentRunFailed, ErrorInfo
 from .events import RunStatus
 from .messages import Message
 from .usage import Usage
@@ -27,22 +29,32 @@ class RunResult(BaseModel):
     messages: list[Message]
     usage: Usage
     error: ErrorInfo | None = None
-    message: str = ""
+    #: Why the run ended as it did, in words ("Cancelled by the user.", the guard that stopped
+    #: it, the error); empty when it completed.
+    reason: str = ""
 
     @property
     def ok(self) -> bool:
         return self.status == "completed"
 
+    @property
+    def message(self) -> str:
+        """Deprecated: :attr:`reason` (``message`` read too much like ``messages``)."""
+        warnings.warn(
+            "RunResult.message is now RunResult.reason; the old name goes away in the next release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.reason
+
     def raise_for_status(self) -> RunResult:
-        """Raise an :class:`AgentError` unless the run completed; return self otherwise."""
+        """Raise :class:`AgentRunFailed` unless the run completed; return self otherwise."""
         if self.status == "completed":
             return self
         info = self.error or ErrorInfo(
-            code=f"run_{self.status}", layer="run", message=self.message or self.status
+            code=f"run_{self.status}", layer="run", message=self.reason or self.status
         )
-        err = AgentError(info.message)
-        err.info = info
-        raise err
+        raise AgentRunFailed.from_info(info)
 
     def __str__(self) -> str:
         return self.text

@@ -1,12 +1,28 @@
-"""When and how long to wait before retrying a failed model request, and the waiting itself."""
+"""Retrying a failed model request: when, how long to wait, the waiting itself, and the loop.
+
+:class:`Retries` is the one retry loop: the agent loop's model turns and the summarizer's
+request both go through it, so both retry the same errors the same way.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-__all__ = ["RetryPolicy", "wait_before_retry"]
+from .errors import AgentError
+
+__all__ = ["Retries", "RetryPolicy", "wait_before_retry"]
+
+T = TypeVar("T")
+
+#: ``on_error(error, attempt, delay)``: told of every failed attempt before anything else
+#: happens; ``delay`` is the wait before the next attempt, or ``None`` when the error will not
+#: be retried. Returns True when it dealt with the error itself and the request should be sent
+#: again at once (the loop compacts a transcript that overflowed the window).
+OnError = Callable[[AgentError, int, float | None], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -43,3 +59,38 @@ async def wait_before_retry(provider: object, seconds: float) -> None:
         await wait(seconds)
     else:
         await asyncio.sleep(seconds)
+
+
+class Retries:
+    """The attempts at one model request, numbered from 1.
+
+    :meth:`run` sends until an attempt returns. A retryable :class:`AgentError` is sent again
+    after :meth:`RetryPolicy.delay`, until ``policy.attempts`` attempts were made; any other
+    error propagates. The numbering goes on across calls to :meth:`run`, for a caller that asks
+    again after a reply it rejects (the loop, after an empty reply).
+    """
+
+    def __init__(self, policy: RetryPolicy, provider: object) -> None:
+        self.policy = policy
+        self.provider = provider
+        #: The number of the last attempt made (0 before the first).
+        self.attempt = 0
+
+    async def run(self, send: Callable[[int], Awaitable[T]], *, on_error: OnError | None = None) -> T:
+        """``await send(attempt)`` until it returns, retrying as the policy says."""
+        while True:
+            self.attempt += 1
+            try:
+                return await send(self.attempt)
+            except AgentError as exc:
+                delay = self._delay(exc)
+                if on_error is not None and await on_error(exc, self.attempt, delay):
+                    continue
+                if delay is None:
+                    raise
+                await wait_before_retry(self.provider, delay)
+
+    def _delay(self, exc: AgentError) -> float | None:
+        if exc.retryable and self.attempt < self.policy.attempts:
+            return self.policy.delay(self.attempt, exc.retry_after)
+        return None

@@ -7,8 +7,11 @@ leaves behind is one the next request accepts: every tool call has a result.
 
 This module owns the loop's rules (retries, guards, permissions, hooks, timeouts, and when to
 compact: once per run, when the context nears the model's window or the provider reports an
-overflow); the :class:`~ipyagent.agentlib.agent.Agent` owns the configuration, the transcript
-and its session file.
+overflow). A run is given everything it touches: the
+:class:`~ipyagent.agentlib.conversation.Conversation` it appends to, a frozen
+:class:`RunConfig` (what it reads of the agent's configuration), and the channels a person
+reaches it through (the event bus, pending answers, the inbox of sent input). It needs no
+:class:`~ipyagent.agentlib.agent.Agent`, which builds those and starts the run.
 """
 
 from __future__ import annotations
@@ -17,15 +20,21 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
-from .compaction import compact_conversation, split_point
+from .asks import Inbox, PendingAnswers
+from .bus import EventBus
+from .compaction import CompactionResult, compact, split_point
+from .conversation import Conversation
 from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, RunError
 from .events import (
+    AgentEvent,
     AskUserAnswered,
     AskUserRequired,
+    CompactionCompleted,
+    CompactionStarted,
     Decision,
     MessageCommitted,
     PermissionRequired,
@@ -37,46 +46,93 @@ from .events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    RunWarning,
     ToolExecuting,
     ToolResult,
     UsageUpdated,
-    Warning,
 )
-from .hooks import BlockToolCall, ToolCallInfo, call_hook, hook_name
+from .hooks import BlockToolCall, Hooks, ToolCallInfo, call_hook, hook_name
 from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
-from .model import ModelRequest, Provider, open_stream
+from .model import ModelRequest, ModelSettings, Provider, open_stream
 from .parts import PartsAssembler
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .result import RunResult
-from .retry import wait_before_retry
+from .retry import Retries, RetryPolicy
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
-from .usage import ContextWindow, Usage, estimate_tokens
+from .usage import ContextWindow, Usage, estimate_tokens, request_usage
 
-if TYPE_CHECKING:
-    from .agent import Agent
-
-__all__ = ["AgentRun"]
+__all__ = ["AgentRun", "RunConfig", "compact_conversation"]
 
 log = logging.getLogger("ipyagent")
 
 CANCELLED_RESULT = "Cancelled: the user stopped the run before this tool call finished."
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """What a run reads of the agent's configuration, fixed when the run starts (the defaults
+    are :class:`~ipyagent.agentlib.agent.Agent`'s)."""
+
+    provider: Provider
+    #: The system prompt, built once for the run's tools.
+    system: str
+    tools: tuple[Tool, ...] = ()
+    #: The model as the agent names it (``None`` when it picked the default): the session records it.
+    model: str | None = None
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    #: The agent's hooks, shared: a hook added during a run applies from its next call.
+    hooks: Hooks = field(default_factory=Hooks)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_turns: int = 50
+    max_repeated_calls: int = 3
+    max_consecutive_failures: int = 5
+    max_result_chars: int = 30_000
+    tool_timeout: float = 120.0
+    can_write: bool = True
+    auto_approve: bool = False
+    compact_threshold: float | None = 0.85
+    compact_keep: int = 6
+
+
 class AgentRun:
     """The state of one run. Created by ``Agent.run``; :meth:`execute` never raises an
-    :class:`AgentError` — failures become a ``failed`` result (cancellation a ``cancelled`` one)."""
+    :class:`AgentError` — failures become a ``failed`` result (cancellation a ``cancelled`` one).
 
-    def __init__(self, agent: Agent, provider: Provider, prompt: str) -> None:
-        self.agent = agent
-        self.provider = provider
+    Args:
+        conversation: The transcript the run continues and commits to.
+        config: What the run reads of the agent's configuration.
+        prompt: The user's message that starts the run.
+        bus: Where events go; a listener or stream on it is who can answer permission prompts
+            and questions.
+        answers: Where those answers arrive (from any thread).
+        inbox: Input sent while the run is in flight; it is taken between turns.
+        always_allowed: Tools the user allowed for the rest of the conversation; the run adds to it.
+    """
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        config: RunConfig,
+        prompt: str,
+        *,
+        bus: EventBus,
+        answers: PendingAnswers | None = None,
+        inbox: Inbox | None = None,
+        always_allowed: set[str] | None = None,
+    ) -> None:
+        self.conversation = conversation
+        self.config = config
+        self.provider = config.provider
         self.prompt = prompt
+        self.bus = bus
+        self.answers = answers if answers is not None else PendingAnswers()
+        self.inbox = inbox if inbox is not None else Inbox()
+        self.always_allowed = always_allowed if always_allowed is not None else set()
         self.run_id = new_id("run")
         self.turn = 0
         self.usage = Usage()
         self.messages: list[Message] = []
-        agent._refresh_project()
-        self.tool_list = agent._tools_for_run()
-        self.tools: dict[str, Tool] = {t.name: t for t in self.tool_list}
+        self.tools: dict[str, Tool] = {t.name: t for t in config.tools}
         # Guards.
         self._last_call: tuple[str, str] | None = None
         self._repeats = 0
@@ -95,16 +151,17 @@ class AgentRun:
 
     async def execute(self) -> RunResult:
         self._emit(RunStarted(run_id=self.run_id, model=self.provider.model_id, prompt=self.prompt))
-        for text in self.agent._take_load_warnings():
-            self._emit(Warning(code="session_repaired", message=text))
+        for text in self.conversation.take_load_warnings():
+            self._emit(RunWarning(code="session_repaired", message=text))
+        config = self.config
         try:
-            self.agent._record_settings()
-            self._commit(Message.user(_join(self.prompt, self.agent._take_queued())))
+            self.conversation.record_settings(config.model, config.settings)
+            self._commit(Message.user(_join(self.prompt, self.inbox.take())))
             while True:
-                if self.turn >= self.agent.max_turns:
+                if self.turn >= config.max_turns:
                     return self._finish(
                         "exhausted",
-                        f"Stopped after {self.agent.max_turns} model turns (max_turns). "
+                        f"Stopped after {config.max_turns} model turns (max_turns). "
                         "Run again to let the agent continue, or raise max_turns.",
                     )
                 self.turn += 1
@@ -114,15 +171,15 @@ class AgentRun:
                 if not reply.tool_calls:
                     if reply.finish_reason == "pause":  # the provider asks us to let it go on
                         continue
-                    if queued := self.agent._take_queued():
+                    if queued := self.inbox.take():
                         self._commit(Message.user(queued))
                         continue
                     return self._finish("completed")
                 results = await self._run_tools(reply.tool_calls)
-                queued = self.agent._take_queued()
+                queued = self.inbox.take()
                 extra: tuple[ContentBlock, ...] = (TextBlock(text=queued),) if queued else ()
                 self._commit(Message(role="user", content=(*results, *extra)))
-                if self._failures >= self.agent.max_consecutive_failures:
+                if self._failures >= config.max_consecutive_failures:
                     raise RunError(
                         f"Stopped after {self._failures} tool calls in a row failed.",
                         hint="Read the tool errors above; fix the tool or its inputs, or rephrase.",
@@ -148,63 +205,11 @@ class AgentRun:
     # -- model turns -----------------------------------------------------------------------------
 
     async def _model_turn(self) -> Message:
-        policy = self.agent.retry
-        attempt = 0
-        empty_replies = 0
         await self._compact_if_near_limit()
+        retries = Retries(self.config.retry, self.provider)
+        empty_replies = 0
         while True:
-            attempt += 1
-            request = await self._build_request()
-            self._emit(RequestStarted(turn=self.turn, attempt=attempt, model=self.provider.model_id))
-            started = time.monotonic()
-            assembler = self._assembler = PartsAssembler(taken_ids=self.agent._call_ids)
-            try:
-                async with open_stream(self.provider, request) as stream:
-                    async for chunk in stream:
-                        for event in assembler.feed(chunk):
-                            self._emit(event)
-                for event in assembler.finish():
-                    self._emit(event)
-            except AgentError as exc:
-                self._assembler = None
-                overflow = isinstance(exc, ContextOverflowError) and self._can_compact()
-                retry = exc.retryable and attempt < policy.attempts
-                delay = policy.delay(attempt, exc.retry_after) if retry else None
-                self._emit(
-                    RequestError(
-                        turn=self.turn,
-                        attempt=attempt,
-                        error=exc.info,
-                        will_retry=retry or overflow,
-                        retry_in=delay,
-                    )
-                )
-                if overflow:  # make room, then send the turn again (once: the run compacts once)
-                    await self._compact("overflow")
-                    continue
-                if delay is None:
-                    raise
-                self._emit(
-                    Warning(
-                        code="retrying",
-                        message=f"{exc.info.message} Retrying in {delay:.1f} s "
-                        f"(attempt {attempt + 1} of {policy.attempts}).",
-                        hint=exc.info.hint,
-                    )
-                )
-                await wait_before_retry(self.provider, delay)
-                continue
-            self._assembler = None
-            reply = assembler.message(model=self.provider.model_id)
-            request_usage = self._record_usage(assembler, request)
-            self._emit(
-                RequestDone(
-                    turn=self.turn,
-                    finish_reason=reply.finish_reason or "stop",
-                    usage=request_usage,
-                    duration=time.monotonic() - started,
-                )
-            )
+            reply = await retries.run(self._send, on_error=self._request_failed)
             if reply.text.strip() or reply.tool_calls:
                 return reply
             empty_replies += 1
@@ -215,23 +220,80 @@ class AgentRun:
                     code="empty_response",
                 )
             self._emit(
-                Warning(code="empty_response", message="The model returned an empty reply; asking again.")
+                RunWarning(code="empty_response", message="The model returned an empty reply; asking again.")
             )
 
+    async def _send(self, attempt: int) -> Message:
+        """One attempt at the turn's request: build it, stream the reply, count its usage."""
+        request = await self._build_request()
+        self._emit(RequestStarted(turn=self.turn, attempt=attempt, model=self.provider.model_id))
+        started = time.monotonic()
+        assembler = self._assembler = PartsAssembler(taken_ids=self.conversation.call_ids)
+        try:
+            async with open_stream(self.provider, request) as stream:
+                async for chunk in stream:
+                    for event in assembler.feed(chunk):
+                        self._emit(event)
+            for event in assembler.finish():
+                self._emit(event)
+        except AgentError:
+            self._assembler = None
+            raise
+        self._assembler = None
+        reply = assembler.message(model=self.provider.model_id)
+        usage = self._record_usage(assembler, request)
+        self._emit(
+            RequestDone(
+                turn=self.turn,
+                finish_reason=reply.finish_reason or "stop",
+                usage=usage,
+                duration=time.monotonic() - started,
+            )
+        )
+        return reply
+
+    async def _request_failed(self, exc: AgentError, attempt: int, delay: float | None) -> bool:
+        """Report a failed attempt; on an overflow, compact and ask to send again at once."""
+        if isinstance(exc, HookError):
+            return False  # a before-model hook failed: nothing was sent, and it is not retried
+        overflow = isinstance(exc, ContextOverflowError) and self._can_compact()
+        self._emit(
+            RequestError(
+                turn=self.turn,
+                attempt=attempt,
+                error=exc.info,
+                will_retry=delay is not None or overflow,
+                retry_in=delay,
+            )
+        )
+        if overflow:  # make room, then send the turn again (once: the run compacts once)
+            await self._compact("overflow")
+            return True
+        if delay is not None:
+            self._emit(
+                RunWarning(
+                    code="retrying",
+                    message=f"{exc.info.message} Retrying in {delay:.1f} s "
+                    f"(attempt {attempt + 1} of {self.config.retry.attempts}).",
+                    hint=exc.info.hint,
+                )
+            )
+        return False
+
     async def _build_request(self) -> ModelRequest:
-        agent = self.agent
-        specs = [t.spec for t in self.tool_list]
-        self._request_mark = len(agent._messages)
+        config = self.config
+        specs = [t.spec for t in config.tools]
+        self._request_mark = len(self.conversation.messages)
         # Every part is already validated; re-validating the whole transcript each turn would
         # make a long conversation quadratic.
         request = ModelRequest.model_construct(
             model=self.provider.model_id.split("/", 1)[-1],
-            system=agent.system_prompt(specs),
-            messages=list(agent._messages),
+            system=config.system,
+            messages=list(self.conversation.messages),
             tools=specs,
-            settings=agent.settings,
+            settings=config.settings,
         )
-        for fn in agent.hooks.before_model:
+        for fn in config.hooks.before_model:
             try:
                 replaced = await call_hook(fn, request)
             except Exception as exc:
@@ -246,42 +308,41 @@ class AgentRun:
     # -- compaction ------------------------------------------------------------------------------
 
     def _can_compact(self) -> bool:
-        return not self._compacted and split_point(self.agent._messages, self.agent.compact_keep) > 0
+        return not self._compacted and split_point(self.conversation.messages, self.config.compact_keep) > 0
 
     async def _compact_if_near_limit(self) -> None:
-        agent = self.agent
-        threshold = agent.compact_threshold
-        known = agent._context
+        threshold = self.config.compact_threshold
+        known = self.conversation.context
         limit = self.provider.context_limit or (known.limit if known else None)
         if threshold is None or not limit or not self._can_compact():
             return
-        mark = agent._context_mark
-        if known is not None and not known.approximate and mark is not None:
-            # The last exact readout, plus an estimate of what was committed since.
-            used = known.used + estimate_tokens("", agent._messages[mark:])
-        else:
-            specs = "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.tool_list)
-            used = estimate_tokens(
-                agent.system_prompt([t.spec for t in self.tool_list]) + specs, agent._messages
-            )
-        if used >= threshold * limit:
+        schemas = "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)
+        if self.conversation.context_used(self.config.system + schemas) >= threshold * limit:
             await self._compact("threshold")
 
     async def _compact(self, reason: Literal["threshold", "overflow"]) -> None:
         self._compacted = True
-        result = await compact_conversation(self.agent, self.provider, reason=reason)
+        config = self.config
+        result = await compact_conversation(
+            self.conversation,
+            self.provider,
+            keep=config.compact_keep,
+            settings=config.settings,
+            retry=config.retry,
+            reason=reason,
+            emit=self._emit,
+        )
         self.usage = self.usage + result.usage
 
     async def _after_model(self, reply: Message) -> None:
-        for fn in self.agent.hooks.after_model:
+        for fn in self.config.hooks.after_model:
             await self._fail_open(fn, reply)
 
     def _record_usage(self, assembler: PartsAssembler, request: ModelRequest) -> Usage:
         reported = assembler.usage
-        request_usage = (reported or Usage()).model_copy(update={"requests": 1})
-        self.usage = self.usage + request_usage
-        self.agent._usage = self.agent._usage + request_usage
-        self.agent._persist(lambda s: s.append_usage(request_usage))
+        usage = request_usage(reported)
+        self.usage = self.usage + usage
+        self.conversation.add_usage(usage)
         limit = assembler.context_limit or self.provider.context_limit
         if reported and reported.input_tokens:
             context = ContextWindow(
@@ -289,12 +350,15 @@ class AgentRun:
                 limit=limit,
                 approximate=False,
             )
-            self.agent._context_mark = self._request_mark + 1  # the request, and the reply
+            # The readout counts the request's messages and the reply about to be committed.
+            self.conversation.observe_context(context, counted=self._request_mark + 1)
         else:
-            context = ContextWindow(used=estimate_tokens(request.system, self.agent.messages), limit=limit)
-        self.agent._context = context
-        self._emit(UsageUpdated(request=request_usage, total=self.agent._usage, context=context))
-        return request_usage
+            context = ContextWindow(
+                used=estimate_tokens(request.system, self.conversation.messages), limit=limit
+            )
+            self.conversation.observe_context(context)
+        self._emit(UsageUpdated(request=usage, total=self.conversation.usage, context=context))
+        return usage
 
     # -- tools -----------------------------------------------------------------------------------
 
@@ -302,7 +366,7 @@ class AgentRun:
         """Run every call: consecutive read-only calls together, each mutating call alone, in order."""
         self._calls, self._results = calls, {}
         for group in self._groups(calls):
-            if self._failures >= self.agent.max_consecutive_failures:
+            if self._failures >= self.config.max_consecutive_failures:
                 for call in group:
                     self._results[call.id] = self._result_block(
                         call, "Not run: the run stopped after repeated tool failures.", is_error=True
@@ -351,7 +415,7 @@ class AgentRun:
         self._emit(event)
         tool = self.tools.get(call.name)
         info = ToolCallInfo(call.id, call.name, display_args, tool.read_only if tool else True)
-        for fn in self.agent.hooks.after_tool:
+        for fn in self.config.hooks.after_tool:
             await self._fail_open(fn, info, event)
 
     async def _attempt(self, call: ToolCallBlock) -> tuple[ToolOutput, dict[str, Any], bool]:
@@ -383,7 +447,7 @@ class AgentRun:
                 False,
             )
         info = ToolCallInfo(call.id, call.name, arguments, tool.read_only)
-        for fn in self.agent.hooks.before_tool:
+        for fn in self.config.hooks.before_tool:
             try:
                 rewritten = await call_hook(fn, info)
             except BlockToolCall as exc:
@@ -410,7 +474,7 @@ class AgentRun:
     async def _invoke(self, call: ToolCallBlock, tool: Tool, kwargs: dict[str, Any]) -> ToolOutput:
         self._emit(ToolExecuting(call_id=call.id, name=call.name, arguments=_jsonable(kwargs)))
         context = RunContext(run_id=self.run_id, call_id=call.id, tool_name=call.name, _ask=self._ask_user)
-        timeout = tool.timeout if tool.timeout is not None else self.agent.tool_timeout
+        timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         started = time.monotonic()
         try:
             value = await asyncio.wait_for(tool.call(kwargs, context), timeout)
@@ -426,16 +490,16 @@ class AgentRun:
         signature = (name, json.dumps(arguments, sort_keys=True, default=str))
         self._repeats = self._repeats + 1 if signature == self._last_call else 1
         self._last_call = signature
-        return self._repeats >= self.agent.max_repeated_calls
+        return self._repeats >= self.config.max_repeated_calls
 
     async def _permission(self, call: ToolCallBlock, tool: Tool, arguments: dict[str, Any]) -> str | None:
         """None when the call may run; otherwise the refusal the model reads."""
-        agent = self.agent
-        if not agent.can_write:
+        config = self.config
+        if not config.can_write:
             return f"Refused: `{tool.name}` changes things and this agent may not (can_write=False)."
-        if agent.auto_approve or tool.name in agent._always_allowed:
+        if config.auto_approve or tool.name in self.always_allowed:
             return None
-        if not agent._someone_can_answer("permission_required"):
+        if not self._someone_can_answer("permission_required"):
             self._denied.add(call.id)
             self._emit(PermissionResolved(call_id=call.id, decision="deny", reason="nobody to ask"))
             return (
@@ -443,16 +507,16 @@ class AgentRun:
                 "answer in this run. The user can allow it with auto_approve=True (or --yes)."
             )
         key = f"permission:{call.id}"
-        future = agent._pending.open(key)
+        future = self.answers.open(key)
         self._emit(
             PermissionRequired(
                 call_id=call.id, name=tool.name, arguments=_jsonable(arguments), description=tool.description
             )
         )
-        answer: tuple[Decision, str] = await agent._pending.wait(key, future)
+        answer: tuple[Decision, str] = await self.answers.wait(key, future)
         decision, reason = answer
         if decision == "always":
-            agent._always_allowed.add(tool.name)
+            self.always_allowed.add(tool.name)
         if decision == "deny":
             self._denied.add(call.id)
         self._emit(PermissionResolved(call_id=call.id, decision=decision, reason=reason))
@@ -465,13 +529,13 @@ class AgentRun:
         return None
 
     async def _ask_user(self, question: str, choices: list[str]) -> str | None:
-        if not self.agent._someone_can_answer("ask_user_required"):
+        if not self._someone_can_answer("ask_user_required"):
             return None
         question_id = new_id("ask")
         key = f"ask:{question_id}"
-        future = self.agent._pending.open(key)
+        future = self.answers.open(key)
         self._emit(AskUserRequired(question_id=question_id, question=question, choices=choices))
-        answer: str | None = await self.agent._pending.wait(key, future)
+        answer: str | None = await self.answers.wait(key, future)
         self._emit(AskUserAnswered(question_id=question_id, answer=answer))
         return answer
 
@@ -479,7 +543,7 @@ class AgentRun:
         # Every tool result passes here: a key a tool prints is masked before the model, the
         # view, the session or a cassette sees it.
         text = redact(text, known_secrets())
-        limit = self.agent.max_result_chars
+        limit = self.config.max_result_chars
         if len(text) > limit:
             text = f"{text[:limit]}\n… [truncated: {limit:,} of {len(text):,} characters shown]"
         return ToolResultBlock(tool_call_id=call.id, name=call.name, content=text, is_error=is_error)
@@ -497,7 +561,7 @@ class AgentRun:
             text=text,
             messages=self.messages,
             usage=self.usage,
-            message=message,
+            reason=message,
         )
 
     def _failed(self, error: ErrorInfo) -> RunResult:
@@ -510,7 +574,7 @@ class AgentRun:
             messages=self.messages,
             usage=self.usage,
             error=error,
-            message=str(error),
+            reason=str(error),
         )
 
     def _cancelled(self) -> RunResult:
@@ -522,7 +586,7 @@ class AgentRun:
             text=self._final_text(),
             messages=self.messages,
             usage=self.usage,
-            message="Cancelled by the user.",
+            reason="Cancelled by the user.",
         )
 
     def _final_text(self) -> str:
@@ -550,12 +614,15 @@ class AgentRun:
     # -- plumbing --------------------------------------------------------------------------------
 
     def _commit(self, message: Message) -> None:
-        self.agent._append(message)
+        self.conversation.append(message)
         self.messages.append(message)
         self._emit(MessageCommitted(message=message))
 
-    def _emit(self, event: Any) -> None:
-        self.agent._bus.emit(event)
+    def _emit(self, event: AgentEvent) -> None:
+        self.bus.emit(event)
+
+    def _someone_can_answer(self, event_type: str) -> bool:
+        return self.bus.has_listener(event_type) or self.bus.has_stream
 
     async def _fail_open(self, fn: Any, *args: Any) -> None:
         try:
@@ -565,10 +632,50 @@ class AgentRun:
                 "ipyagent: after-hook %s raised %s: %s (ignored)", hook_name(fn), type(exc).__name__, exc
             )
             self._emit(
-                Warning(
+                RunWarning(
                     code="hook_failed", message=f"The hook {hook_name(fn)} raised {type(exc).__name__}: {exc}"
                 )
             )
+
+
+async def compact_conversation(
+    conversation: Conversation,
+    provider: Provider,
+    *,
+    keep: int,
+    settings: ModelSettings,
+    retry: RetryPolicy,
+    reason: Literal["threshold", "overflow", "manual"],
+    focus: str = "",
+    emit: Callable[[AgentEvent], None],
+) -> CompactionResult:
+    """Compact ``conversation`` now: announce it, let :func:`~ipyagent.agentlib.compaction.compact`
+    decide, have the conversation apply the decision, and report how it went."""
+    emit(CompactionStarted(reason=reason, messages=len(conversation.messages)))
+    result = await compact(
+        conversation.messages, provider, keep=keep, focus=focus, settings=settings, retry=retry
+    )
+    conversation.apply_compaction(result, reason=reason)
+    if result.error is not None:
+        emit(
+            RunWarning(
+                code="compaction_fallback",
+                message=f"The model could not summarize the conversation ({result.error.message}); "
+                "a mechanical digest was used instead.",
+                hint=result.error.hint,
+            )
+        )
+    summary = result.summary
+    emit(
+        CompactionCompleted(
+            dropped=result.dropped,
+            kept=result.kept,
+            summary=summary.text if summary else "",
+            summary_hash=result.summary_hash,
+            fallback=result.fallback,
+        )
+    )
+    return result
 
 
 def _error(text: str) -> ToolOutput:

@@ -56,6 +56,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import UserError
+from .jsonl import append_line, json_line, open_for_append
 from .messages import MESSAGE_ADAPTER, Message, ToolResultBlock, new_id
 from .redact import redact_json_line
 from .usage import Usage
@@ -180,11 +181,8 @@ class Session:
                 hint="Create the folder first, or pass a path in an existing folder.",
                 code="session_folder_missing",
             )
-        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
-        if exclusive:
-            flags |= os.O_EXCL
         try:
-            fd = os.open(path, flags, 0o644)
+            fd = open_for_append(path, exclusive=exclusive)
         except FileExistsError:
             raise UserError(
                 f"The session file {path} already exists.",
@@ -200,13 +198,13 @@ class Session:
         try:
             _lock(fd, path)
             state = _load_or_create(fd, path, model=model, notebook=notebook, forked_from=forked_from)
+            _drop_orphans(state, path)
+            for record in _repair(state, path):
+                _append(fd, record, fsync=fsync)
             session = cls(path, state, fd, fsync=fsync)
         except BaseException:
             os.close(fd)
             raise
-        _drop_orphans(state, path)
-        for record in _repair(state, path):
-            session._write(record)
         _issue(state)
         return session
 
@@ -241,12 +239,12 @@ class Session:
         self._write('{"type":"message","message":' + message.model_dump_json() + "}\n")
 
     def append_usage(self, usage: Usage) -> None:
-        self._write(_line({"type": "usage", "usage": usage.model_dump(mode="json")}))
+        self._write(json_line({"type": "usage", "usage": usage.model_dump(mode="json")}))
 
     def append_settings(self, settings: dict[str, Any]) -> None:
         """Record a settings change: only :data:`SETTINGS_KEYS` are written."""
         record = {"type": "settings", **{k: _jsonable(settings.get(k)) for k in SETTINGS_KEYS}}
-        self._write(_line(record))
+        self._write(json_line(record))
         self.state.settings.update({k: record[k] for k in SETTINGS_KEYS})
 
     def append_compaction(
@@ -261,10 +259,10 @@ class Session:
             "fallback": fallback,
             "summary": summary.model_dump(mode="json"),
         }
-        self._write(_line(record))
+        self._write(json_line(record))
 
     def append_reset(self) -> None:
-        self._write(_line({"type": "reset", "at": _now()}))
+        self._write(json_line({"type": "reset", "at": _now()}))
 
     def close(self) -> None:
         """Release the lock and close the file (idempotent)."""
@@ -294,12 +292,12 @@ class Session:
                 hint="Open it again (Agent(session=path)) to continue the conversation.",
                 code="session_closed",
             )
-        data = memoryview(redact_json_line(line).encode())
-        while data:  # a regular file may take a large line in more than one write
-            written = os.write(self._fd, data)
-            data = data[written:]
-        if self.fsync:
-            os.fsync(self._fd)
+        _append(self._fd, line, fsync=self.fsync)
+
+
+def _append(fd: int, line: str, *, fsync: bool) -> None:
+    """Append one whole record line (its secrets redacted) to the file open on ``fd``."""
+    append_line(fd, redact_json_line(line), fsync=fsync)
 
 
 def read_session(path: str | os.PathLike[str]) -> SessionState:
@@ -359,7 +357,7 @@ def _load_or_create(
         "notebook": notebook,
         "forked_from": forked_from,
     }
-    os.write(fd, _line(header).encode())
+    os.write(fd, json_line(header).encode())
     os.fsync(fd)
     state.good_length = os.fstat(fd).st_size
     return state
@@ -578,7 +576,7 @@ def _repair(state: SessionState, path: Path) -> list[str]:
                 "reason": "tool calls without results (the session ended mid-tool)",
                 "message": fixed.model_dump(mode="json"),
             }
-            records.append(_line(record))
+            records.append(json_line(record))
             state.repairs += 1
             names = ", ".join(sorted({c.name for c in missing}))
             state.warnings.append(
@@ -603,10 +601,6 @@ def _not_a_session(path: Path, why: str) -> UserError:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def _line(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def _jsonable(value: Any) -> Any:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from .messages import Message
 
-__all__ = ["ContextWindow", "Usage", "estimate_tokens"]
+__all__ = ["ContextWindow", "Usage", "estimate_tokens", "request_usage"]
 
 # ~4 characters a token is the usual rule of thumb for English text and code with BPE tokenizers.
 CHARS_PER_TOKEN = 4
@@ -56,6 +56,12 @@ class Usage(BaseModel):
         if self.cost is not None:
             text += f" · ${self.cost:.4f}"
         return text
+
+
+def request_usage(reported: Usage | None) -> Usage:
+    """One model request's usage as it is counted: what the provider reported (nothing when it
+    did not say), and one request."""
+    return (reported or Usage()).model_copy(update={"requests": 1})
 
 
 class ContextWindow(BaseModel):

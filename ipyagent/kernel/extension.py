@@ -7,7 +7,7 @@ from typing import Any
 from .magics import AgentMagics
 from .state import KernelState
 
-__all__ = ["load_ipython_extension", "run_summary", "unload_ipython_extension"]
+__all__ = ["kernel_state", "load_ipython_extension", "run_summary", "unload_ipython_extension"]
 
 _STATES: dict[int, KernelState] = {}
 
@@ -19,6 +19,7 @@ def load_ipython_extension(ipython: Any) -> None:
     _STATES[id(ipython)] = state
     ipython.events.register("post_run_cell", state.history.post_run_cell)
     ipython.register_magics(AgentMagics(ipython, state=state))
+    state.live.open()
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -33,12 +34,17 @@ def unload_ipython_extension(ipython: Any) -> None:
     state.close()
 
 
+def kernel_state(ipython: Any) -> KernelState | None:
+    """What the extension keeps for ``ipython``, or None when it is not loaded there."""
+    return _STATES.get(id(ipython))
+
+
 def run_summary() -> str:
     """JSON for ``python -m ipyagent run``: the models this kernel's runs used, and whether they
     were recorded or replayed. Asked of the kernel after its notebook's last cell."""
     import json
 
-    from .replay import replay_mode
+    from .cassettes import replay_mode
 
     models = [m for state in _STATES.values() for m in state.models_used]
     return json.dumps({"models": list(dict.fromkeys(models)), "replay": replay_mode().mode})

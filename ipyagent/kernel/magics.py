@@ -9,15 +9,16 @@ IPython profile or ``%config AgentMagics.auto_approve = True``).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Int, Unicode
 
-from .front_end import no_front_end
+from .front_end import no_front_end, running_cell_id
 from .interpolate import interpolate
 from .notebook_path import former_sessions, session_file
 from .runner import run_blocking
@@ -29,7 +30,6 @@ from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_availab
 # `%load_ext ipyagent` stays fast; these names are for the type checker only.
 if TYPE_CHECKING:
     from ..agentlib.agent import Agent
-    from ..agentlib.errors import ErrorInfo
     from ..agentlib.model import Provider
     from ..agentlib.result import RunResult
     from .runner import Renderer
@@ -41,7 +41,17 @@ def _user_error(message: str, hint: str, code: str = "user_error") -> Exception:
     return UserError(message, hint=hint, code=code)
 
 
-__all__ = ["AgentMagics", "AgentRunFailed", "protected_files"]
+__all__ = ["AgentMagics", "protected_files"]
+
+
+def __getattr__(name: str) -> Any:
+    # AgentRunFailed lives in the core (ipyagent.AgentRunFailed); loaded on first use so that
+    # %load_ext stays free of pydantic.
+    if name == "AgentRunFailed":
+        from ..agentlib.errors import AgentRunFailed
+
+        return AgentRunFailed
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def protected_files(
@@ -86,24 +96,9 @@ HELP = """\
 %agent history             the conversation so far
 %agent compact             summarize older turns to free context
 %agent reset               forget the current conversation
-%agent replay [record|replay|off] [PATH]   record model streams to a cassette, or replay them offline
+%agent cassette [record|replay|off] [PATH]  record model streams to a cassette, or replay them offline
 %agent help                this text
 """
-
-
-class AgentRunFailed(Exception):
-    """Raised by a ``%%agent`` cell whose run failed, so that Run All and nbval stop there."""
-
-    def __init__(self, error: ErrorInfo) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython shows these lines instead of a long, unhelpful traceback into our internals.
-        lines = [f"AgentRunFailed [{self.error.code}]: {self.error.message}"]
-        if self.error.hint:
-            lines.append(f"Hint: {self.error.hint}")
-        return lines
 
 
 @magics_class
@@ -122,9 +117,6 @@ class AgentMagics(Magics):
     tools = Unicode(",".join(GROUPS), help="Tool groups available by default.").tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
-    widget_interval = Float(
-        0.05, help="Seconds between a widget's updates; 0 sends one message per event (for measuring)."
-    ).tag(config=True)
 
     def __init__(self, shell: Any, *, state: KernelState) -> None:
         super().__init__(shell)
@@ -164,7 +156,7 @@ class AgentMagics(Magics):
         if not prompt:
             raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
         agent = self._agent(args.session, new=args.new)
-        self._configure(agent, args)
+        self._configure(agent, args, cell_id=running_cell_id(self.shell))
         with pump_comm_messages(self.shell) as poll:
             renderer = self._renderer(agent, args.quiet, poll)
             result, interrupted = run_blocking(
@@ -174,8 +166,10 @@ class AgentMagics(Magics):
             self.shell.user_ns[args.output] = result
         return self._conclude(result, interrupted)
 
-    def _configure(self, agent: Agent, args: Any) -> None:
-        from .replay import replay_mode
+    def _configure(self, agent: Agent, args: Any, *, cell_id: str | None = None) -> None:
+        """Settle the run's model, permissions and tools; ``cell_id``: the notebook cell the run
+        is in (a ``%%agent`` cell; a chat is in none)."""
+        from .cassettes import replay_mode
 
         model = replay_mode().wrap(self._resolve_model(args.model), self.state.notebook)
         if model is not None:
@@ -208,6 +202,8 @@ class AgentMagics(Magics):
             history=self.state.history,
             namespace=self.shell.user_ns if self.shell is not None else None,
             protected=protected,
+            live=self.state.live,
+            cell_id=cell_id,
         ):
             agent.add_tool(t)
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run
@@ -220,7 +216,7 @@ class AgentMagics(Magics):
 
         value = requested or self.state.model or self.model or os.environ.get("IPYAGENT_MODEL")
         if value is None and default:
-            from .replay import replay_mode
+            from .cassettes import replay_mode
 
             if not replay_mode().active:  # a replay names its recorded model itself
                 from ..agentlib.endpoints import default_model_id
@@ -239,7 +235,7 @@ class AgentMagics(Magics):
         name = session if session is not None else self.state.session
         agent = self.state.agents.get(name)
         if agent is None:
-            from .replay import replay_mode
+            from .cassettes import replay_mode
 
             notebook = self.state.notebook
             path = session_file(notebook, name, session_dir=self.session_dir)
@@ -273,9 +269,7 @@ class AgentMagics(Magics):
             return QuietRenderer()
         if self.shell is not None and getattr(self.shell, "kernel", None) is not None:
             if self.widgets and widgets_available():
-                return WidgetRenderer(
-                    agent, interval=self.widget_interval, poll=poll, no_front_end=no_front_end(self.shell)
-                )
+                return WidgetRenderer(agent, poll=poll, no_front_end=no_front_end(self.shell))
             return DisplayRenderer(show_thinking=self.show_thinking)
         return TerminalRenderer(show_thinking=self.show_thinking)
 
@@ -286,8 +280,7 @@ class AgentMagics(Magics):
                 raise KeyboardInterrupt
             return
         if result.status == "failed":
-            assert result.error is not None
-            raise AgentRunFailed(result.error)
+            result.raise_for_status()
 
     # -- %agent ----------------------------------------------------------------------------------
 
@@ -307,7 +300,7 @@ class AgentMagics(Magics):
                 "pip install anywidget (it comes with ipyagent); then run %agent chat again.",
                 "widgets_unavailable",
             )
-        from ..widgets.chat import ChatWidget
+        from ..controllers import ChatWidget
 
         args = parse_argstring(self.agent, " ".join(rest))
         agent = self._agent(args.session, new=args.new)
@@ -315,7 +308,15 @@ class AgentMagics(Magics):
         return ChatWidget(agent, loop=self.state.loop, wait_for=self.state.main.serve_until)
 
     def _cmd_replay(self, rest: list[str]) -> None:
-        from .replay import command
+        """The old spelling of ``%agent cassette``, kept for one release."""
+        print(
+            "`%agent replay` is now `%agent cassette`; the old name goes away in the next release.",
+            file=sys.stderr,
+        )
+        self._cmd_cassette(rest)
+
+    def _cmd_cassette(self, rest: list[str]) -> None:
+        from .cassettes import command
 
         print(command(rest, notebook=self.state.notebook))
         if rest:  # a new mode: the next %%agent starts a fresh conversation, as in a new kernel
@@ -331,7 +332,7 @@ class AgentMagics(Magics):
         from ..agentlib.model import Provider
 
         if rest:
-            from .replay import replay_mode
+            from .cassettes import replay_mode
 
             model = self._resolve_model(rest[0])
             if replay_mode().mode != "replay":  # a replay needs no key or local model
@@ -396,7 +397,7 @@ class AgentMagics(Magics):
     def _current(self) -> Agent | None:
         """The current conversation: the one in use, else the one saved beside the notebook (a
         restarted kernel opens it at the first command that needs it)."""
-        from .replay import replay_mode
+        from .cassettes import replay_mode
 
         name = self.state.session
         agent = self.state.agents.get(name)
@@ -431,9 +432,8 @@ class AgentMagics(Magics):
 
     def _cmd_compact(self, rest: list[str]) -> None:
         agent = self._current()
-        compact = getattr(agent, "compact", None)
-        if agent is None or compact is None:
+        if agent is None:
             print("Nothing to compact.")
             return
-        future = self.state.loop.submit(compact(focus=" ".join(rest)))
+        future = self.state.loop.submit(agent.compact(focus=" ".join(rest)))
         print(future.result())

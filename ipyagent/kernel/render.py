@@ -12,12 +12,24 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from typing_extensions import assert_never
+
 from ..agentlib import events as ev
 from ..agentlib.events import AgentEvent
 from ..agentlib.result import RunResult
-from ..widgets.reducer import ViewReducer, block_markdown, block_plain, call_label
+from ..widgets.reducer import ViewReducer
+from ..widgets.text import block_markdown, block_plain, call_label
+from ..widgets.view_state import Block, MimeBundle
 
-__all__ = ["DisplayRenderer", "Output", "QuietRenderer", "TerminalRenderer", "call_label"]
+__all__ = [
+    "DisplayRenderer",
+    "Output",
+    "QuietRenderer",
+    "TerminalRenderer",
+    "call_label",
+    "displayed",
+    "is_output",
+]
 
 
 def _preview(text: str, lines: int = 8, chars: int = 600) -> str:
@@ -63,10 +75,10 @@ class DisplayRenderer:
                 continue
             self._shown.add(block["id"])
             hidden = block["kind"] == "thinking" and not self._show_thinking
-            if hidden or block["kind"] in ("error", "user"):
+            if hidden or not is_output(block):
                 continue
             self._display(Output(block_plain(block), block_markdown(block)))
-            for bundle in block.get("display") or []:
+            for bundle in displayed(block):
                 self._display(bundle, raw=True)
 
     def tick(self) -> None:
@@ -78,19 +90,49 @@ class DisplayRenderer:
 
 #: Events after which a block may have become complete.
 _BOUNDARIES = frozenset(
-    {"text_end", "thinking_end", "tool_result", "warning", "ask_user_answered", "run_finished", "run_failed"}
+    {
+        "text_end",
+        "thinking_end",
+        "tool_result",
+        "run_warning",
+        "ask_user_answered",
+        "run_finished",
+        "run_failed",
+    }
 )
 
 
-def _complete(block: dict[str, Any]) -> bool:
-    kind = block["kind"]
-    if kind in ("text", "thinking"):
+def _complete(block: Block) -> bool:
+    if block["kind"] == "text" or block["kind"] == "thinking":
         return not block["streaming"]
-    if kind == "tool":
+    if block["kind"] == "tool":
         return block["status"] in ("done", "failed", "denied")
-    if kind == "question":
+    if block["kind"] == "question":
         return block["answer"] is not None
-    return True
+    if block["kind"] == "user" or block["kind"] == "warning" or block["kind"] == "error":
+        return True
+    assert_never(block)
+
+
+def is_output(block: Block) -> bool:
+    """Whether a block becomes an output of the cell when no widget shows the run. Not the
+    user's prompt (it is the cell's source), nor an error (the cell raises it)."""
+    if block["kind"] == "user" or block["kind"] == "error":
+        return False
+    if (
+        block["kind"] == "text"
+        or block["kind"] == "thinking"
+        or block["kind"] == "tool"
+        or block["kind"] == "question"
+        or block["kind"] == "warning"
+    ):
+        return True
+    assert_never(block)
+
+
+def displayed(block: Block) -> list[MimeBundle]:
+    """What a tool showed the user (figures, tables): MIME bundles to display as they are."""
+    return (block["display"] or []) if block["kind"] == "tool" else []
 
 
 class TerminalRenderer:
@@ -117,7 +159,7 @@ class TerminalRenderer:
             out.write(f"→ {self._labels.get(event.call_id, event.name)} {mark}\n")
             if event.is_error:
                 out.write(_indent(_preview(event.content)) + "\n")
-        elif isinstance(event, ev.Warning):
+        elif isinstance(event, ev.RunWarning):
             print(f"ipyagent: {event.message}", file=sys.stderr)
         out.flush()
 
@@ -126,7 +168,7 @@ class TerminalRenderer:
 
     def finish(self, result: RunResult | None) -> None:
         if result is not None and result.status == "exhausted":
-            print(f"⚠ {result.message}")
+            print(f"⚠ {result.reason}")
 
 
 class QuietRenderer:

@@ -1,5 +1,5 @@
 """What the extension keeps for the life of a kernel: the worker loop, the main-thread bridge,
-cell history, and one agent per conversation."""
+cell history, the live-notebook channel, and one agent per conversation."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .history import History
+from .live_notebook import LiveNotebook
 from .notebook_path import find_notebook
 from .runner import MainThread
 
@@ -44,6 +45,11 @@ class KernelState:
     #: The models this kernel's runs used, in the order first used (``python -m ipyagent run``
     #: reports them).
     models_used: list[str] = field(default_factory=list)
+    #: The comms with the pages showing this kernel's notebook (opened by ``%load_ext``).
+    live: LiveNotebook = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.live = LiveNotebook(self.shell)
 
     @property
     def loop(self) -> BackgroundLoop:
@@ -68,6 +74,7 @@ class KernelState:
             print(message)
 
     def close(self) -> None:
+        self.live.close()
         for agent in self.agents.values():
             agent.cancel()
         self.agents.clear()

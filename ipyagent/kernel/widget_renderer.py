@@ -7,7 +7,8 @@ main thread pumps the kernel's queued messages itself, with ``jupyter_ui_poll``.
 
 When the cell's request says that no front end shows it (:func:`~.front_end.no_front_end`), the
 run's end writes the text outputs at once instead of waiting for a hello that will not come, and
-a question is denied at once instead of after :data:`~ipyagent.widgets.views.HELLO_GRACE`.
+a question is denied at once instead of after :data:`~ipyagent.controllers.HELLO_GRACE`. The
+view only renders; a :class:`~ipyagent.controllers.ViewController` routes its buttons to the agent.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ..agentlib.agent import Agent
     from ..agentlib.events import AgentEvent
     from ..agentlib.result import RunResult
+    from ..controllers import ViewController
     from ..widgets.views import RunView
 
 __all__ = ["WidgetRenderer", "pump_comm_messages", "widgets_available"]
@@ -52,21 +54,22 @@ class WidgetRenderer:
         self,
         agent: Agent,
         *,
-        interval: float = 0.05,
+        interval: float | None = None,
         poll: Callable[[], None] | None = None,
         no_front_end: str | None = None,
     ) -> None:
         """``no_front_end`` says why nobody shows this cell, when that is known before the run."""
         from IPython.display import display
 
-        from ..widgets.views import HELLO_GRACE, RunView
+        from ..controllers import HELLO_GRACE, ViewController
+        from ..widgets.views import RunView
 
         self.no_front_end = no_front_end
         if no_front_end is not None:
             log.debug("No front end shows this cell (%s): not waiting for the view's hello.", no_front_end)
         grace = 0.0 if no_front_end is not None else HELLO_GRACE
-        self.view: RunView = RunView(agent, interval=interval, hello_grace=grace)
-        self._handles = self.view.watch(agent)
+        self.view: RunView = RunView(interval=interval)
+        self.controller: ViewController = ViewController(self.view, agent, hello_grace=grace)
         self._poll = poll
         self._shown_at = time.monotonic()
         display(self.view)  # type: ignore[no-untyped-call]
@@ -78,23 +81,22 @@ class WidgetRenderer:
         self.view.tick()
 
     def finish(self, result: RunResult | None) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self.view.finish(result)
+        self.controller.close()
+        self.view.publish()
         if not self._front_end_seen():
             from IPython.display import display
 
-            from ..widgets.reducer import block_markdown, block_plain
-            from .render import Output
+            from ..widgets.text import block_markdown, block_plain
+            from .render import Output, displayed, is_output
 
-            blocks = [b for b in self.view.reducer.state["blocks"] if b["kind"] not in ("error", "user")]
+            blocks = [b for b in self.view.reducer.state["blocks"] if is_output(b)]
             plain = "\n".join(filter(None, map(block_plain, blocks)))
             markdown = "\n\n".join(filter(None, map(block_markdown, blocks)))
             display(Output(plain, markdown))  # type: ignore[no-untyped-call]
             # What the tools showed the user (figures, tables) lives in the view's state, which
             # such a notebook does not keep.
             for block in blocks:
-                for bundle in block.get("display") or []:
+                for bundle in displayed(block):
                     display(bundle, raw=True)  # type: ignore[no-untyped-call]
 
     def _front_end_seen(self) -> bool:

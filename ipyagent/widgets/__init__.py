@@ -1,11 +1,17 @@
 """Live views of the agent for Jupyter front ends, built on anywidget.
 
 - :class:`RunView` — one ``%%agent`` run (the kernel layer creates these);
-- :class:`ChatWidget` — a conversation with an agent, typed into the notebook.
+- :class:`ChatView` — a conversation: its blocks, an input box, the buttons;
+- :class:`ChatWidget` — the chat view with the controller that runs its agent. It lives in
+  :mod:`ipyagent.controllers`, since a view never runs an agent; it is importable from here,
+  where users have always found it.
+
+A view is state in, the user's actions out: the core's events go in, a controller receives the
+actions (:mod:`ipyagent.controllers`). The view model — blocks, patches, actions — is typed in
+:mod:`.view_state`, the source of truth for the protocol (docs/widget-protocol.md).
 
 Their JavaScript and CSS are bundled into ``static/`` (built from ``js/`` in the repository), so
-they work offline. The protocol between the two sides is in docs/widget-protocol.md. The views
-load on first use: the reducer and transport do not need anywidget.
+they work offline. The views load on first use: the reducer and transport do not need anywidget.
 """
 
 from __future__ import annotations
@@ -14,12 +20,20 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from .chat import ChatWidget
+    from ..controllers import ChatWidget
+    from .chat import ChatView
     from .views import AgentView, RunView
 
-__all__ = ["AgentView", "ChatWidget", "RunView"]
+__all__ = ["AgentView", "ChatView", "ChatWidget", "RunView"]
 
-_WHERE = {"AgentView": ".views", "RunView": ".views", "ChatWidget": ".chat"}
+#: Where each name lives. ChatWidget is the one name from outside the package: a re-export for
+#: users, which no view module uses (tests/test_package.py checks both).
+_WHERE = {
+    "AgentView": ".views",
+    "RunView": ".views",
+    "ChatView": ".chat",
+    "ChatWidget": "ipyagent.controllers",
+}
 
 
 def __getattr__(name: str) -> _typing.Any:

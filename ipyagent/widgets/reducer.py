@@ -1,61 +1,58 @@
-"""Agent events → view state and patches (see docs/widget-protocol.md).
+"""Agent events → view state and patches (the types are in :mod:`.view_state`).
 
 Pure and synchronous: the kernel side of every view feeds events in and sends the patches that
 come out; tests feed events and look at the state. The same :func:`apply_patch` the front end
 implements keeps :attr:`ViewReducer.state` current, so the state written at the end of a run is
-exactly what the patches built.
+exactly what the patches built. Turning the state into text is :mod:`.text`'s job.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
-from typing_extensions import assert_never
+from typing_extensions import Unpack, assert_never
 
 from ..agentlib import events as ev
 from ..agentlib.messages import Message, TextBlock, ToolCallBlock
+from .view_state import Block, BlockFields, Patch, ToolStatus, TopFields, ViewState, new_state
 
 __all__ = [
     "ViewReducer",
     "apply_patch",
-    "block_markdown",
-    "block_plain",
-    "call_label",
     "history_blocks",
-    "markdown_text",
     "merge_patches",
-    "plain_text",
+    "new_state",
 ]
 
-Patch = dict[str, Any]
-Block = dict[str, Any]
 # A tool card in one of these when its run ends will never hear of its call again.
 UNFINISHED_TOOL = ("streaming", "waiting", "running")
 
 
-def new_state() -> dict[str, Any]:
-    return {"seq": 0, "status": "idle", "model": "", "blocks": [], "usage": None, "live": False}
-
-
-def apply_patch(state: dict[str, Any], patch: Patch) -> None:
+def apply_patch(state: ViewState, patch: Patch) -> None:
     """Apply one patch in place (the front end does the same, in JavaScript)."""
-    op = patch["op"]
-    blocks: list[Block] = state["blocks"]
-    if op == "add":
-        blocks.append(dict(patch["block"]))
-    elif op == "top":
-        state.update(patch["fields"])
+    blocks = state["blocks"]
+    if patch["op"] == "add":
+        blocks.append(cast("Block", dict(patch["block"])))
+        return
+    if patch["op"] == "top":
+        cast("dict[str, Any]", state).update(patch["fields"])  # TopFields are ViewState's
+        return
+    block_id = patch["id"]
+    block = next((b for b in reversed(blocks) if b["id"] == block_id), None)
+    if block is None:
+        return
+    # A patch names fields of whichever block it addresses; the reducer's helpers type what they
+    # send, so here, as in the front end, a block is a plain dict.
+    fields = cast("dict[str, Any]", block)
+    if patch["op"] == "append":
+        fields[patch["field"]] = fields.get(patch["field"], "") + patch["value"]
+    elif patch["op"] == "set":
+        fields.update(patch["fields"])
+    elif patch["op"] == "remove":
+        blocks.remove(block)
     else:
-        block = next((b for b in reversed(blocks) if b["id"] == patch["id"]), None)
-        if block is None:
-            return
-        if op == "append":
-            block[patch["field"]] = block.get(patch["field"], "") + patch["value"]
-        elif op == "set":
-            block.update(patch["fields"])
-        elif op == "remove":
-            blocks.remove(block)
+        assert_never(patch)
 
 
 def merge_patches(patches: list[Patch]) -> list[Patch]:
@@ -99,10 +96,10 @@ class ViewReducer:
         self._attempt.append(block["id"])
         self._emit({"op": "add", "block": block})
 
-    def _set(self, block_id: str, **fields: Any) -> None:
+    def _set(self, block_id: str, **fields: Unpack[BlockFields]) -> None:
         self._emit({"op": "set", "id": block_id, "fields": fields})
 
-    def _top(self, **fields: Any) -> None:
+    def _top(self, **fields: Unpack[TopFields]) -> None:
         self._emit({"op": "top", "fields": fields})
 
     def _end_streaming(self) -> None:
@@ -110,9 +107,9 @@ class ViewReducer:
         streaming, nor a result for a tool call it was preparing or waiting on: finish those
         blocks here, or the view keeps their caret or their "preparing…" for good."""
         for block in self.state["blocks"]:
-            if block.get("streaming"):
+            if (block["kind"] == "text" or block["kind"] == "thinking") and block["streaming"]:
                 self._set(block["id"], streaming=False)
-            if block.get("kind") == "tool" and block.get("status") in UNFINISHED_TOOL:
+            if block["kind"] == "tool" and block["status"] in UNFINISHED_TOOL:
                 self._set(block["id"], status="stopped", permission=False)
 
     @property
@@ -190,13 +187,15 @@ class ViewReducer:
         elif isinstance(event, ev.TextEnd):
             self._set(f"{self._request}.{event.index}", streaming=False)
         elif isinstance(event, ev.ThinkingStart):
-            block = {
-                "id": f"{self._request}.{event.index}",
-                "kind": "thinking",
-                "text": "",
-                "streaming": True,
-            }
-            self._add({**block, "duration": None})
+            self._add(
+                {
+                    "id": f"{self._request}.{event.index}",
+                    "kind": "thinking",
+                    "text": "",
+                    "streaming": True,
+                    "duration": None,
+                }
+            )
         elif isinstance(event, ev.ThinkingDelta):
             self._emit(
                 {
@@ -229,7 +228,9 @@ class ViewReducer:
         elif isinstance(event, ev.ToolExecuting):
             self._set(event.call_id, status="running", args=json.dumps(event.arguments, ensure_ascii=False))
         elif isinstance(event, ev.ToolResult):
-            status = "denied" if event.call_id in self._denied else ("failed" if event.is_error else "done")
+            status: ToolStatus = (
+                "denied" if event.call_id in self._denied else ("failed" if event.is_error else "done")
+            )
             display = (
                 event.display
                 if isinstance(event.display, list)
@@ -265,7 +266,7 @@ class ViewReducer:
             )
         elif isinstance(event, ev.AskUserAnswered):
             self._set(event.question_id, answer=event.answer)
-        elif isinstance(event, ev.Warning):
+        elif isinstance(event, ev.RunWarning):
             self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
         elif isinstance(event, ev.RequestError):
             if event.will_retry:  # the failed attempt's output is discarded, as the agent does
@@ -320,7 +321,7 @@ def history_blocks(messages: list[Message]) -> list[Block]:
                 blocks.append({"id": key, "kind": "text", "text": block.text, "streaming": False})
             elif isinstance(block, ToolCallBlock):
                 result = results.get(block.id)
-                status = (
+                status: ToolStatus = (
                     "failed" if result is None else "denied" if result.denied
                     else "failed" if result.is_error else "done"
                 )  # fmt: skip
@@ -330,76 +331,3 @@ def history_blocks(messages: list[Message]) -> list[Block]:
                     "display": None, "permission": False,
                 })  # fmt: skip
     return blocks
-
-
-def plain_text(state: dict[str, Any]) -> str:
-    """A stable plain-text rendering of a view: what nbval compares, what a terminal shows.
-    No durations, token counts or ids — only what the run said and did."""
-    return "\n".join(filter(None, (block_plain(b) for b in state["blocks"])))
-
-
-def markdown_text(state: dict[str, Any]) -> str:
-    """The same as :func:`plain_text`, as Markdown for static viewers (nbconvert, GitHub)."""
-    return "\n\n".join(filter(None, (block_markdown(b) for b in state["blocks"])))
-
-
-def block_plain(block: Block) -> str:
-    kind = block["kind"]
-    if kind == "user":
-        return f"» {block['text']}"
-    if kind == "text":
-        return str(block["text"])
-    if kind == "thinking":
-        return f"💭 {block['text']}"
-    if kind == "tool":
-        line = f"→ {_label(block)} {_MARKS.get(block['status'], '…')}"
-        if block["status"] in ("failed", "denied") and block.get("result"):
-            line += "".join(f"\n  {detail}" for detail in block["result"].splitlines()[:6])
-        return line
-    if kind == "question":
-        return f"? {block['question']} → {block['answer']}"
-    if kind == "warning":
-        return f"⚠ {block['text']}"
-    if kind == "error":
-        hint = f"\n  Hint: {block['hint']}" if block.get("hint") else ""
-        return f"✗ {block['message']}{hint}"
-    return ""
-
-
-def block_markdown(block: Block) -> str:
-    kind = block["kind"]
-    if kind == "text":
-        return str(block["text"])
-    if kind == "thinking":
-        return "\n".join(f"> {line}" for line in f"💭 {block['text']}".splitlines())
-    if kind == "tool":
-        line = f"**→ `{_label(block)}`** {_MARKS.get(block['status'], '…')}"
-        if block["status"] in ("failed", "denied") and block.get("result"):
-            line += "\n\n```\n" + "\n".join(block["result"].splitlines()[:6]) + "\n```"
-        return line
-    if kind == "error":
-        hint = f"\n\n*Hint:* {block['hint']}" if block.get("hint") else ""
-        return f"**✗ {block['message']}**{hint}"
-    return block_plain(block)
-
-
-_MARKS = {"done": "✓", "failed": "✗", "denied": "⊘"}
-
-
-def _label(block: Block) -> str:
-    try:
-        arguments = json.loads(block["args"]) if block["args"] else {}
-    except ValueError:
-        return f"{block['name']}({block['args'][:80]})"
-    return call_label(block["name"], arguments if isinstance(arguments, dict) else None)
-
-
-def call_label(name: str, arguments: dict[str, Any] | None, limit: int = 80) -> str:
-    """``name(key="value", n=3)``, each value clipped so that one call fits on a line."""
-    if not arguments:
-        return f"{name}()"
-    parts = []
-    for key, value in arguments.items():
-        text = json.dumps(value, ensure_ascii=False, default=str)
-        parts.append(f"{key}={text if len(text) <= limit else text[: limit - 1] + '…'}")
-    return f"{name}({', '.join(parts)})"

@@ -1,19 +1,26 @@
-"""The anywidget views' kernel side: state, batched patches, and the buttons' messages.
+"""The anywidget views' kernel side: state in, the user's actions out.
 
-:class:`AgentView` is what both views share; :class:`RunView` shows one ``%%agent`` run. The
-front end (``static/run_view.js``, built from ``js/src``) applies the patches and renders; the
-protocol is in docs/widget-protocol.md.
+:class:`AgentView` is what both views share; :class:`RunView` shows one ``%%agent`` run. A view
+turns the events and inputs it is fed into state (with :class:`~.reducer.ViewReducer`), sends the
+changes as batched patches, acknowledges the front end's hello, and hands every other message
+from the front end, parsed into an :data:`~.view_state.Action`, to the handlers registered with
+:meth:`AgentView.on_action`. It never runs or steers an agent: a controller
+(:mod:`ipyagent.controllers`) does, on the actions it receives. The front end (built from
+``js/src``) applies the patches and renders: each view's ``_esm`` is a small loader of the front
+end's runtime, which a page loads once (see :mod:`.runtime`). The types of the protocol are in
+:mod:`.view_state`.
 
 Threads: events are fed on the thread that renders (the kernel's main thread for a ``%%agent``
 cell, the worker loop for the chat), while the front end's messages may arrive on a comm subshell
-thread; a lock keeps the reducer consistent, and the agent's own methods (cancel, resolve) are
-thread-safe.
+thread; a lock keeps the reducer consistent, and action handlers must be thread-safe (the agent's
+own methods, cancel and resolve, are).
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,44 +28,40 @@ import anywidget
 import traitlets
 
 from .reducer import ViewReducer
-from .transport import DEFAULT_INTERVAL, Throttle
+from .runtime import REQUESTS
+from .transport import Throttle, write_quietly
+from .view_state import AckMessage, Action, ViewState, parse_action
 
 if TYPE_CHECKING:
-    from ..agentlib.agent import Agent
-    from ..agentlib.events import AgentEvent, AskUserRequired, PermissionRequired
-    from ..agentlib.result import RunResult
+    from ..agentlib.events import AgentEvent
 
-__all__ = ["AgentView", "RunView"]
+__all__ = ["ActionHandler", "AgentView", "RunView"]
 
 STATIC = Path(__file__).parent / "static"
 
-#: Seconds to wait for a front end to announce itself before a question is denied as unanswerable.
-HELLO_GRACE = 2.0
+#: Receives the user's actions in a view (on the thread the comm message arrived on).
+ActionHandler = Callable[[Action], None]
 
 
 class AgentView(anywidget.AnyWidget):
-    """What both views share: the state trait, patches, hello/ack and the agent's buttons."""
+    """What both views share: the state trait, batched patches, hello/ack, and the user's actions
+    handed to the handlers registered with :meth:`on_action`."""
 
-    _css = STATIC / "ipyagent.css"
+    # No ``_css``: the stylesheet comes with the runtime, once per page.
     state = traitlets.Dict().tag(sync=True)
     view_kind = "view"
 
-    def __init__(
-        self,
-        agent: Agent | None = None,
-        *,
-        interval: float = DEFAULT_INTERVAL,
-        hello_grace: float = HELLO_GRACE,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, interval: float | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.agent = agent
-        self.hello_grace = hello_grace
         self.lock = threading.RLock()
         self.reducer = ViewReducer()
         self.throttle = Throttle(self.reducer, self.send, interval=interval)
+        #: Set once a front end showed this view (its hello arrived): a person can click.
         self.live = threading.Event()
-        self.state = copy.deepcopy(self.reducer.state)
+        self._action_handlers: list[ActionHandler] = []
+        self.state = _snapshot(self.reducer.state)
+        #: The ``seq`` of the last whole state sent to the front ends (see :meth:`resync`).
+        self.sent_seq = self.state["seq"]
         self.on_msg(self._on_frontend_message)
         _keep_subshell_routing(self)
 
@@ -73,77 +76,68 @@ class AgentView(anywidget.AnyWidget):
             self.throttle.tick()
 
     def publish(self) -> None:
-        """Send what is pending and write the complete state to the trait (saved with the
-        notebook, shown again after a reload)."""
+        """Send what is pending and write the complete state to the trait (what a reloaded page
+        and nbclient's saved widget state get).
+
+        Once a front end is live it has that state already, built from the patches (it asks for
+        the whole state when it misses one, :meth:`resync`): the trait is then written without
+        sending the run's text a second time."""
         with self.lock:
             self.throttle.flush()
-            self.state = copy.deepcopy(self.reducer.state)
+            state = _snapshot(self.reducer.state)
+            if self.live.is_set():
+                write_quietly(self, "state", state)
+            else:
+                self.state = state
+                self.sent_seq = state["seq"]
 
-    # -- the agent's questions -------------------------------------------------------------------
+    def resync(self, seq: int) -> None:
+        """A front end has folded in the patches up to ``seq``; send it the whole state if it is
+        behind, unless a whole state sent since that point is on its way to it already."""
+        with self.lock:
+            if seq < self.sent_seq or seq >= self.reducer.state["seq"]:
+                return  # what it lacks comes with the next patches, or with that whole state
+            self.throttle.flush()
+            state = _snapshot(self.reducer.state)
+            if state == self.state:
+                self.send_state("state")  # the trait was written quietly: same value, send it
+            else:
+                self.state = state
+            self.sent_seq = state["seq"]
 
-    def watch(self, agent: Agent) -> list[Any]:
-        """Answer the agent's questions through this view for one run; returns the handles to
-        remove afterwards. Without a live front end a question is denied after ``hello_grace``
-        seconds (:data:`HELLO_GRACE`; none when the cell is known to run with no front end)."""
-        self.agent = agent
-        return [
-            agent.on("permission_required", self._on_permission),
-            agent.on("ask_user_required", self._on_question),
-        ]
+    # -- actions out -----------------------------------------------------------------------------
 
-    def _on_permission(self, event: PermissionRequired) -> None:
-        self._unless_live(lambda: self._deny(event.call_id))
+    def on_action(self, handler: ActionHandler, *, remove: bool = False) -> None:
+        """Call ``handler`` with each action the user takes in this view (``remove=True`` stops).
 
-    def _on_question(self, event: AskUserRequired) -> None:
-        self._unless_live(lambda: self.agent.answer(event.question_id, None) if self.agent else None)
-
-    def _unless_live(self, fallback: Any) -> None:
-        if self.live.is_set():
-            return
-
-        def later() -> None:
-            if not self.live.wait(self.hello_grace):
-                fallback()
-
-        threading.Thread(target=later, name="ipyagent-hello-wait", daemon=True).start()
-
-    def _deny(self, call_id: str) -> None:
-        if self.agent is not None:
-            self.agent.resolve_permission(
-                call_id,
-                "deny",
-                reason="no one could answer: the notebook's front end did not show the widget",
-            )
-
-    # -- front end in ----------------------------------------------------------------------------
+        A hello is acknowledged by the view before its handlers see it."""
+        if remove:
+            if handler in self._action_handlers:  # as ipywidgets' on_msg: removing twice is fine
+                self._action_handlers.remove(handler)
+        else:
+            self._action_handlers.append(handler)
 
     def _on_frontend_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict):
+        action = parse_action(content)
+        if action is None:
             return
-        action = content.get("action")
-        agent = self.agent
-        if action == "hello":
+        if action["action"] == "hello":
             first = not self.live.is_set()
             self.live.set()
-            self.send({"kind": "ack", "of": "hello"})
-            if first:  # a view opened mid-run (a reload) catches up from the whole state
+            ack: AckMessage = {"kind": "ack", "of": "hello"}
+            self.send(ack)
+            if first:  # (a page that missed patches asks for the whole state itself: "sync")
                 with self.lock:
                     self.reducer.set_live(True)
                     self.publish()
-        elif action == "stop" and agent is not None:
-            agent.cancel()
-        elif action == "permission" and agent is not None:
-            decision = content.get("decision")
-            if decision in ("allow", "always", "deny"):
-                agent.resolve_permission(str(content.get("id")), decision)
-        elif action == "answer" and agent is not None:
-            answer = content.get("answer")
-            agent.answer(str(content.get("id")), None if answer is None else str(answer))
-        else:
-            self.handle_action(action, content)
-
-    def handle_action(self, action: Any, content: dict[str, Any]) -> None:
-        """Actions a subclass adds (the chat's send/new/model/retry)."""
+        elif action["action"] == "sync":
+            self.resync(action["seq"])
+            return
+        elif action["action"] == "runtime":
+            REQUESTS.answer(self, action)
+            return
+        for handler in list(self._action_handlers):
+            handler(action)
 
     def __repr__(self) -> str:
         # The text/plain of the widget's output. Constant on purpose: a live view's output is
@@ -158,8 +152,11 @@ class RunView(AgentView):
     _esm = STATIC / "run_view.js"
     view_kind = "run"
 
-    def finish(self, result: RunResult | None) -> None:
-        self.publish()
+
+def _snapshot(state: ViewState) -> dict[str, Any]:
+    """A copy for the trait: the reducer goes on changing its own, and traitlets sends a value
+    only when it differs from the last one written."""
+    return copy.deepcopy(dict(state))
 
 
 def _keep_subshell_routing(widget: Any) -> None:

@@ -34,7 +34,7 @@ const EVEN = /^(P|UL|OL|PRE|BLOCKQUOTE|TABLE)$/;
 const MAX_COLUMN = 40;
 
 /** The kind of parts an element's children go into, or null for elements never split. */
-export function partsKind(el) {
+function partsKind(el) {
   if (el.nodeName === "P") return "p";
   if (el.nodeName === "UL" || el.nodeName === "OL") return "list";
   if (el.nodeName === "TABLE") return "table";
@@ -292,11 +292,6 @@ function columnWidths(table) {
     group.append(col);
   }
   return { group, width: `min(100%, ${total}ch)` };
-}
-
-/** A writer for the children of a block of the given kind. */
-export function partsFor(el, kind) {
-  return kind === "table" ? new TableParts(el) : new Parts(kind === "code" ? el.firstElementChild : el, kind);
 }
 
 /** Split the big blocks among the top-level elements of `fragment` (a block rendered at once)

@@ -1,11 +1,6 @@
-// The run view: one per `%%agent` cell. Everything it shows comes from the shared view shell;
-// Stop and Retry live in its footer.
+// The run view's module (its `_esm`): one per `%%agent` cell. The view itself lives in the
+// runtime (runtime.js), loaded once per page by loader.js.
 
-import { AgentView } from "./common.js";
+import { widget } from "./loader.js";
 
-export default {
-  render({ model, el }) {
-    const view = new AgentView(model, el, { kind: "run" });
-    return () => view.destroy();
-  },
-};
+export default widget("run", __IPYAGENT_RUNTIME__);

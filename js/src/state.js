@@ -51,7 +51,10 @@ export class Store {
     this.changes = emptyChanges();
     this.changes.structure = true;
     this.changes.top = true;
-    for (const id of this.index.keys()) this.changes.blocks.add(id);
+    for (const id of this.index.keys()) {
+      this.changes.blocks.add(id);
+      this.changes.appended.set(id, null); // new values: whatever streamed before is not their start
+    }
   }
 
   /** Fold one custom message in. Returns true if it changed anything. */

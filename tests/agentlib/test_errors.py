@@ -10,6 +10,7 @@ import pytest
 from ipyagent.agentlib import errors
 from ipyagent.agentlib.errors import (
     AgentError,
+    AgentRunFailed,
     AuthenticationError,
     ContextOverflowError,
     ErrorInfo,
@@ -21,7 +22,6 @@ from ipyagent.agentlib.errors import (
     ProviderUnavailable,
     RateLimitError,
     RunError,
-    ToolError,
     TransportError,
     UserError,
 )
@@ -38,9 +38,9 @@ DEFAULTS: dict[type[AgentError], tuple[Layer, str, bool]] = {
     ContextOverflowError: ("provider", "context_overflow", False),
     ProtocolError: ("provider", "protocol_error", False),
     TransportError: ("transport", "transport_error", True),
-    ToolError: ("tool", "tool_error", False),
     HookError: ("hook", "hook_failed", False),
     RunError: ("run", "run_failed", False),
+    AgentRunFailed: ("run", "run_failed", False),
 }
 CLASSES = list(DEFAULTS)
 
@@ -49,6 +49,18 @@ def test_every_error_class_in_the_module_is_covered() -> None:
     exported = {getattr(errors, name) for name in errors.__all__}
     classes = {obj for obj in exported if isinstance(obj, type) and issubclass(obj, AgentError)}
     assert classes == set(DEFAULTS)
+
+
+def test_the_retired_tool_error_still_resolves_with_a_warning() -> None:
+    import ipyagent.agentlib
+
+    for module in (errors, ipyagent.agentlib):
+        with pytest.warns(DeprecationWarning, match="ToolError is deprecated.*catch AgentError"):
+            retired = module.ToolError  # type: ignore[attr-defined]
+        assert issubclass(retired, AgentError)
+        assert "ToolError" not in module.__all__
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchError'"):
+        errors.NoSuchError  # type: ignore[attr-defined]  # noqa: B018
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)

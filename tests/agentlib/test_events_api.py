@@ -39,7 +39,7 @@ async def test_the_event_sequence_of_a_run() -> None:
         "tool_call_start",
         "tool_call_delta",
         "tool_call_end",
-        "usage",
+        "usage_updated",
         "request_done",
         "message_committed",
         "tool_executing",
@@ -49,7 +49,7 @@ async def test_the_event_sequence_of_a_run() -> None:
         "text_start",
         "text_delta",
         "text_end",
-        "usage",
+        "usage_updated",
         "request_done",
         "message_committed",
         "run_finished",
@@ -116,3 +116,16 @@ async def test_a_stream_raises_user_errors_before_the_run() -> None:
     with pytest.raises(UserError, match="Unknown endpoint"):
         async for _ in Agent(model="nowhere/model").stream("go"):
             pass
+
+
+async def test_the_previous_releases_names_still_work_with_a_warning() -> None:
+    from ipyagent.agentlib import events
+
+    with pytest.warns(DeprecationWarning, match="use RunWarning"):
+        assert events.Warning is events.RunWarning  # type: ignore[attr-defined]
+    agent = Agent(model=scripted(), tools=[lookup])
+    seen: list[Any] = []
+    with pytest.warns(DeprecationWarning, match="'usage' is now 'usage_updated'"):
+        agent.on("usage", seen.append)
+    await agent.run("go")
+    assert [e.type for e in seen] == ["usage_updated", "usage_updated"]

@@ -85,7 +85,7 @@ async def test_an_after_tool_hook_that_raises_is_ignored_with_a_warning() -> Non
 
     agent = agent_with(hooks)
     warnings: list[Any] = []
-    agent.on("warning", warnings.append)
+    agent.on("run_warning", warnings.append)
     result = await agent.run("go")
     assert result.status == "completed"
     assert seen == [("square", "9")]

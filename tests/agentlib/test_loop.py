@@ -183,7 +183,9 @@ async def test_max_turns_stops_the_run_as_exhausted_with_a_valid_transcript() ->
     agent = Agent(model=model, tools=[add], max_turns=3)
     result = await agent.run("loop forever")
     assert result.status == "exhausted"
-    assert "max_turns" in result.message
+    assert "max_turns" in result.reason
+    with pytest.warns(DeprecationWarning, match="RunResult.message is now RunResult.reason"):
+        assert result.message == result.reason
     assert len(model.requests) == 3
     assert_valid_transcript(agent.messages)
 
@@ -243,7 +245,7 @@ async def test_an_empty_reply_is_retried_once() -> None:
     result = await agent.run("hi")
     assert result.status == "completed"
     assert result.text == "here you go"
-    assert any(e.type == "warning" and e.code == "empty_response" for e in events)
+    assert any(e.type == "run_warning" and e.code == "empty_response" for e in events)
     assert all(m.content for m in agent.messages)
 
 
@@ -264,7 +266,7 @@ async def test_retryable_provider_errors_are_retried_with_a_warning() -> None:
     assert len(failed) == 1
     assert failed[0].will_retry
     assert failed[0].retry_in == pytest.approx(0.02)
-    assert any(e.type == "warning" and e.code == "retrying" for e in events)
+    assert any(e.type == "run_warning" and e.code == "retrying" for e in events)
 
 
 async def test_a_retried_turn_discards_what_the_failed_attempt_streamed() -> None:
@@ -296,8 +298,15 @@ async def test_a_non_retryable_error_fails_at_once_with_its_hint() -> None:
     assert len(model.requests) == 1
     assert result.error is not None
     assert result.error.hint == "Set OPENAI_API_KEY."
-    with pytest.raises(Exception, match="Bad key"):
+    from ipyagent import AgentRunFailed
+
+    with pytest.raises(AgentRunFailed, match="Bad key") as raised:
         result.raise_for_status()
+    assert raised.value.info == result.error  # the run's own error, code and hint included
+    assert raised.value._render_traceback_() == [
+        "AgentRunFailed [authentication_failed]: Bad key.",
+        "Hint: Set OPENAI_API_KEY.",
+    ]
 
 
 async def test_a_provider_that_raises_a_foreign_exception_fails_the_run_cleanly() -> None:
@@ -326,7 +335,7 @@ async def test_usage_per_request_and_cumulative() -> None:
     assert result.usage.output_tokens == 15
     assert result.usage.cache_read_tokens == 80
     assert result.usage.requests == 2
-    updates = [e for e in events if e.type == "usage"]
+    updates = [e for e in events if e.type == "usage_updated"]
     assert [u.request.input_tokens for u in updates] == [100, 150]
     assert updates[-1].total == agent.usage
     assert updates[-1].context.approximate is False
@@ -345,7 +354,7 @@ async def test_context_is_estimated_and_marked_when_not_reported() -> None:
     agent = Agent(model=Quiet(["hello there"]))
     events = collect(agent)
     await agent.run("hi")
-    update = next(e for e in events if e.type == "usage")
+    update = next(e for e in events if e.type == "usage_updated")
     assert update.context.approximate is True
     assert update.context.used > 0
     assert str(update.context).startswith("~")

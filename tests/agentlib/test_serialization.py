@@ -83,7 +83,7 @@ EXAMPLES: list[AgentEvent] = [
     ev.PermissionResolved(call_id="call_1", decision="always", reason="trusted"),
     ev.AskUserRequired(question_id="q1", question="Which?", choices=["a", "b"]),
     ev.AskUserAnswered(question_id="q1", answer=None),
-    ev.Warning(code="slow", message="Slow.", hint="Be patient."),
+    ev.RunWarning(code="slow", message="Slow.", hint="Be patient."),
     ev.UsageUpdated(request=USAGE, total=USAGE + USAGE, context=ContextWindow(used=1200, limit=8000)),
     ev.MessageCommitted(message=ASSISTANT),
     ev.CompactionStarted(reason="overflow", messages=40),

@@ -36,6 +36,9 @@ FLAGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = Path(__file__).parent / "screenshots"
+#: ipyagent's JupyterLab extension as this checkout builds it (scripts/build-labext.sh): the lab
+#: loads it as `pip install ipyagent` would install it, and before any copy in the environment.
+LABEXTENSION = Path(__file__).resolve().parents[2] / "ipyagent" / "labextension"
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
@@ -87,6 +90,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     (spec / "kernel.json").write_text(
         json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"})
     )
+    extensions = base / "labextensions"
+    extensions.mkdir()
+    (extensions / "ipyagent").symlink_to(LABEXTENSION, target_is_directory=True)
     port, token = free_port(), secrets.token_hex(16)
     log = open(base / "lab.log", "wb")  # noqa: SIM115 - closed after the server stops
     process = subprocess.Popen(
@@ -101,6 +107,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             f"--ServerApp.token={token}",
             f"--ServerApp.root_dir={root}",
             "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.extra_labextensions_path={extensions}",
         ],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -167,6 +174,16 @@ def open_notebook(page: Any, lab: Lab, name: str) -> None:
             return kernel && kernel.status === 'idle';
         }""",
         timeout=60_000,
+    )
+
+
+def run_cell(page: Any, index: int) -> None:
+    """Run cell ``index`` as the user would (it becomes the active cell); not awaited."""
+    page.evaluate(
+        f"""() => {{
+            window.jupyterapp.shell.currentWidget.content.activeCellIndex = {index};
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }}"""
     )
 
 

@@ -1,7 +1,7 @@
-"""The chat's history in Chromium, without JupyterLab: the bundled chat.js given a stand-in for
-the anywidget model holding what the kernel would send (docs/widget-protocol.md). A long history
-shows its latest blocks at once and the older ones page by page as the user scrolls up, without
-moving what the user is looking at."""
+"""The chat's history in Chromium, without JupyterLab: the bundled chat view (in runtime.js)
+given a stand-in for the anywidget model holding what the kernel would send
+(docs/widget-protocol.md). A long history shows its latest blocks at once and the older ones page
+by page as the user scrolls up, without moving what the user is looking at."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import Any
 from ipyagent.widgets.views import STATIC
 
 ORIGIN = "http://chat.invalid"
-PAGE = """<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="/ipyagent.css">
+PAGE = """<!doctype html><html><head><meta charset="utf-8">
 </head><body><div id="out" style="width:800px"></div><script type="module">
-import chat from "/chat.js";
+import { views } from "/runtime.js";
+const chat = views.chat;
 const data = await (await fetch("/data.json")).json();
 const handlers = new Map();
 window.model = {
@@ -49,8 +50,7 @@ def open_chat(page: Any, blocks: list[dict[str, Any]]) -> None:
     state = {"seq": 0, "status": "idle", "model": "", "blocks": [], "usage": None, "live": False}
     files = {
         "/": ("text/html", PAGE),
-        "/chat.js": ("text/javascript", (STATIC / "chat.js").read_text()),
-        "/ipyagent.css": ("text/css", (STATIC / "ipyagent.css").read_text()),
+        "/runtime.js": ("text/javascript", (STATIC / "runtime.js").read_text()),
         "/data.json": ("application/json", json.dumps({"state": state, "history": blocks, "models": []})),
     }
     page.route(

@@ -17,8 +17,8 @@ from ipyagent.widgets.reducer import (
     history_blocks,
     merge_patches,
     new_state,
-    plain_text,
 )
+from ipyagent.widgets.text import plain_text
 from ipyagent.widgets.transport import Throttle
 
 

@@ -10,7 +10,10 @@ go wrong on the way is translated here, with ``raise ... from exc``, into the hi
   adapters call it; it reuses the status rules through the error's type or code);
 - httpx exceptions (refused, reset, closed mid-body, timeouts) as retryable ``TransportError``.
 
-It also owns :class:`Secret`, the wrapper that keeps API keys out of reprs, and applies
+Requests go through the endpoint's pooled client (:mod:`._clients`), so a conversation's turns
+share one kept-alive connection; a request that finds that connection dead (the server closed it
+as the request went out) is sent once more on a new one, so a server restart between turns shows
+nothing. It also owns :class:`Secret`, the wrapper that keeps API keys out of reprs, and applies
 :mod:`..redact` at this boundary: a key a server echoes back in an error body is masked, and
 credentials in a base URL (``http://user:KEY@host/v1``) are taken out of it when the provider is
 built and sent as an ``Authorization`` header, so no request URL, message, repr or httpx log line
@@ -25,7 +28,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
-from contextlib import aclosing
+from contextlib import AbstractAsyncContextManager, aclosing, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -54,6 +57,7 @@ from ..redact import (
     split_userinfo,
     url_secrets,
 )
+from ._clients import DEFAULT_TIMEOUT, lease, release
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -66,10 +70,6 @@ __all__ = [
     "parse_retry_after",
     "stream_bytes",
 ]
-
-# Reasoning models may think for minutes before their first streamed byte (OpenAI's o-series
-# streams no reasoning), so the read timeout is generous; connecting should be quick.
-DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=15.0)
 
 # An error body is read for its message only; a server answering 500 with megabytes of HTML
 # should not be buffered whole.
@@ -384,33 +384,69 @@ async def stream_bytes(
     body: Mapping[str, Any],
     ctx: ErrorContext,
     timeout: httpx.Timeout | None = None,
+    holder: object | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """POST ``body`` as JSON and yield the response body as it arrives.
 
     A non-2xx status raises its mapped :class:`ProviderError` before anything is yielded. Without
-    a ``client`` a fresh one is used for this request only: an ``AsyncClient`` is bound to the
-    event loop it first ran on, and the kernel may drive runs from different loops.
-    ``timeout=None`` keeps a given client's own timeouts (or :data:`DEFAULT_TIMEOUT`).
+    a ``client`` the pooled client of ``ctx.endpoint`` on the running loop is used, held open for
+    ``holder`` (see :mod:`._clients`). ``timeout=None`` keeps the client's own timeouts
+    (:data:`DEFAULT_TIMEOUT` for a pooled one).
     """
-    owned = client is None
-    http = client if client is not None else httpx.AsyncClient(timeout=timeout or DEFAULT_TIMEOUT)
     per_request: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     try:
-        async with http.stream("POST", url, headers=dict(headers), json=body, **per_request) as response:
-            if not response.is_success:
-                raw = b""
+        async with _client(client, ctx.endpoint, holder) as http:
+            request = http.build_request("POST", url, headers=dict(headers), json=body, **per_request)
+            response = await _send(http, request)
+            try:
+                if not response.is_success:
+                    raw = b""
+                    async for chunk in response.aiter_bytes():
+                        raw += chunk
+                        if len(raw) >= _MAX_ERROR_BODY:
+                            break
+                    raise _error_from_body(response.status_code, raw, response.headers, ctx)
                 async for chunk in response.aiter_bytes():
-                    raw += chunk
-                    if len(raw) >= _MAX_ERROR_BODY:
-                        break
-                raise _error_from_body(response.status_code, raw, response.headers, ctx)
-            async for chunk in response.aiter_bytes():
-                yield chunk
+                    yield chunk
+            finally:
+                await response.aclose()
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise map_httpx_error(exc, ctx) from exc
-    finally:
-        if owned:
-            await http.aclose()
+
+
+def _client(
+    given: httpx.AsyncClient | None, endpoint: str, holder: object | None
+) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return nullcontext(given) if given is not None else lease(endpoint, holder=holder)
+
+
+# What a kept-alive connection that died unnoticed raises when a request goes out on it.
+_DEAD_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+async def _send(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """Send ``request`` and return once the response's headers are in.
+
+    A server may close an idle connection just as a request goes out on it (its keep-alive timer
+    ran out, or it restarted): the request fails before any response. Such a request almost
+    surely reached no handler, so it is sent once more, on a new connection (the rule Go's
+    ``net/http`` follows for requests that are not idempotent).
+    A failure on a connection opened for this request is the server's answer and is raised.
+    """
+    opened = False
+
+    async def trace(name: str, info: Mapping[str, Any]) -> None:
+        nonlocal opened
+        if name.endswith(("connect_tcp.started", "connect_unix_socket.started")):
+            opened = True
+
+    request.extensions["trace"] = trace
+    try:
+        return await http.send(request, stream=True)
+    except _DEAD_CONNECTION:
+        if opened:
+            raise
+    return await http.send(request, stream=True)
 
 
 Item = TypeVar("Item")
@@ -437,7 +473,8 @@ class HTTPProvider:
     """What the three HTTP adapters share: identity, credentials, headers, client and timeout.
 
     Subclasses implement ``stream``. The key lives in a :class:`Secret`; subclasses reveal it
-    only to put it in the request headers.
+    only to put it in the request headers. Without a ``client``, requests use the endpoint's
+    pooled one (see :mod:`._clients`) until :meth:`close`.
     """
 
     #: Told to the user when a model name is unknown (overridden per wire format).
@@ -477,7 +514,7 @@ class HTTPProvider:
             *(Secret(value) for value in sorted(others)),
         )
         self._client = client
-        # None: the given client's own timeouts, or DEFAULT_TIMEOUT for a client of our own.
+        # None: the given client's own timeouts, or DEFAULT_TIMEOUT for a pooled client.
         self._timeout = (
             timeout if timeout is None or isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         )
@@ -493,6 +530,12 @@ class HTTPProvider:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_id={self.model_id!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Let go of the endpoint's pooled client: closed once no other provider holds it and its
+        requests in flight end (any thread may call this). The provider stays usable: a later
+        request opens a new connection. A ``client`` passed in is the caller's to close."""
+        release(self)
 
     def _wire_model(self, requested: str) -> str:
         # The loop may pass the qualified id or nothing; the wire wants the bare model name.
@@ -539,6 +582,7 @@ class HTTPProvider:
             body=body,
             ctx=self._error_context(model),
             timeout=self._timeout,
+            holder=self,
         )
 
     def _auth_header(self) -> dict[str, str]:

@@ -56,6 +56,7 @@ __all__ = [
     "ToolMode",
     "ToolTextParser",
     "callable_tools",
+    "import_llama",
     "render_prompt",
     "tool_call_schema",
     "tool_grammar",

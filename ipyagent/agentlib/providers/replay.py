@@ -23,7 +23,7 @@ a credential in a URL that appears in a record (say, echoed by a tool) is replac
 ``[redacted]`` (:func:`ipyagent.agentlib.redact.known_secrets` says which values).
 
 This module owns the cassette format and the matching; which cassette a notebook uses, and when
-recording is on, is :mod:`ipyagent.kernel.replay`'s business.
+recording is on, is :mod:`ipyagent.kernel.cassettes`'s business.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import errors as _errors
+from ..atomic import atomic_write
 from ..errors import AgentError, ErrorInfo, ProviderError, UserError
+from ..jsonl import append_line, json_line, open_for_append
 from ..messages import Message
 from ..model import PROVIDER_EVENT_ADAPTER, ModelRequest, Provider, ProviderEvent, open_stream
 from ..redact import known_secrets, map_strings, redact, redact_strings
@@ -67,7 +69,7 @@ TEXT_SCRUBS: tuple[tuple[re.Pattern[str], str], ...] = (
 DEFAULT_RERECORD_HINT = (
     "If the change is intended, record the cassette again against a real model: "
     "ReplayModel(model, cassette=..., mode='record'); in a notebook, run it with IPYAGENT_REPLAY=record "
-    "(or `%agent replay record`) and save it."
+    "(or `%agent cassette record`) and save it."
 )
 
 
@@ -146,21 +148,15 @@ class Cassette:
         line["events"] = record.events
         line["error"], line["cancelled"] = record.error, record.cancelled
         line = redact_strings(line, known_secrets())
-        text = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
-        if self.written == 0:
-            header = json.dumps({"format": FORMAT, "version": VERSION}) + "\n"
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(header + text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+        text = json_line(line)
+        if self.written == 0:  # a new recording replaces any earlier cassette, whole
+            atomic_write(self.path, json_line({"format": FORMAT, "version": VERSION}) + text)
         else:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
+            fd = open_for_append(self.path, create=False)
+            try:
+                append_line(fd, text)
+            finally:
+                os.close(fd)
         self.written += 1
 
     def __repr__(self) -> str:
@@ -502,7 +498,7 @@ def _load(path: Path) -> list[Recording]:
         raise UserError(
             f"No cassette at {path}: there is nothing to replay.",
             hint="Record it first with a real model (mode='record'; for a notebook, run it with "
-            "IPYAGENT_REPLAY=record or `%agent replay record`), or point to the right file.",
+            "IPYAGENT_REPLAY=record or `%agent cassette record`), or point to the right file.",
             code="cassette_missing",
         ) from None
     lines = raw.split(b"\n")

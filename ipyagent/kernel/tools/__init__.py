@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ...agentlib.tools import Tool
     from ..history import History
+    from ..live_notebook import LiveNotebook
     from ..runner import MainThread
 
 GROUPS = ("python", "notebook", "files")
@@ -31,9 +32,12 @@ def kernel_tools(
     history: History | None = None,
     namespace: Mapping[str, Any] | None = None,
     protected: Mapping[Path, str] | None = None,
+    live: LiveNotebook | None = None,
+    cell_id: str | None = None,
 ) -> list[Tool]:
     """The tools of ``groups``. ``protected`` maps files no tool may write (the conversation's
-    session file, the cassette, a headless run's notebook) to what they are."""
+    session file, the cassette, a headless run's notebook) to what they are; ``live`` is the
+    channel to the pages showing the notebook, ``cell_id`` the cell the run is in."""
     own = _namespace_tools([g for g in groups if g not in GROUPS], namespace or {})
     tools: list[Tool] = []
     if "python" in groups:
@@ -44,7 +48,7 @@ def kernel_tools(
         from ..notebook_path import runs_headless
         from .notebook import notebook_tools
 
-        tools += notebook_tools(shell, main, notebook, headless=runs_headless())
+        tools += notebook_tools(shell, main, notebook, headless=runs_headless(), live=live, cell_id=cell_id)
     if "files" in groups:
         from .files import file_tools
 

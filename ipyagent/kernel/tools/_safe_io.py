@@ -273,14 +273,18 @@ def write_regular(
             why = refuse.get((info.st_dev, info.st_ino))
             if why is not None:
                 raise WorkspaceError(off_limits(shown, why))
-        mode = stat.S_IMODE(info.st_mode) if info is not None else _default_mode()
         base, _ = _at(folder, root, [*parts[:-1], f".{parts[-1]}.{secrets.token_hex(4)}.tmp"])
-        fd = os.open(base, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, 0o600, **at)
+        # A new file gets 0o666 less the umask, as open() gives; reading the umask instead would
+        # mean setting it, which races with other threads creating files.
+        created = 0o600 if info is not None else 0o666
+        fd = os.open(
+            base, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, created, **at
+        )
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-                if hasattr(os, "fchmod"):
-                    os.fchmod(handle.fileno(), mode)
+                if info is not None and hasattr(os, "fchmod"):
+                    os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
             if DIR_FD:
                 os.replace(base, name, src_dir_fd=folder, dst_dir_fd=folder)
             else:
@@ -297,9 +301,3 @@ def off_limits(shown: str, why: str) -> str:
         f"{shown!r} is off limits to the file tools: it is {why}. Nothing was written. Leave it alone: "
         "write your output to another file, or tell the user what should change."
     )
-
-
-def _default_mode() -> int:
-    umask = os.umask(0)  # reading the umask means setting it; put it straight back
-    os.umask(umask)
-    return 0o666 & ~umask

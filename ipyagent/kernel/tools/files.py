@@ -22,7 +22,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from . import _safe_io as io
 from ._safe_io import WorkspaceError
 from .file_lock import locked
 
-__all__ = ["WorkspaceError", "atomic_write", "file_tools", "resolve_inside"]
+__all__ = ["WorkspaceError", "file_tools", "resolve_inside"]
 
 # Below the agent's default max_result_chars (30,000), so the "ask for start_line" hint is kept.
 MAX_READ_CHARS = 25_000
@@ -57,20 +56,6 @@ def resolve_inside(root: Path, path: str) -> Path:
     if target != root and root not in target.parents:
         raise WorkspaceError(f"{path!r} is outside the workspace ({root}); use a path inside it.")
     return target
-
-
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        # mkstemp makes 0600 files: keep an existing file's mode, give a new one the usual one.
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else io._default_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _inside(root: Path, path: Path) -> bool:

@@ -15,7 +15,11 @@ How edits reach the user:
   from other threads, agents or kernels are applied one after another and none is lost.
 - A notebook saved before cell ids existed (nbformat 4.4) gets ids derived from each cell's
   content, the same at every read, and the first edit saves them (as nbformat 4.5).
-- ``read_cells`` returns a page that fits a tool result, and says how to read on.
+- ``read_cells`` returns a page that fits a tool result, and says how to read on. Where a page
+  with ipyagent's JupyterLab extension shows this kernel's notebook, it reads the open document
+  instead of the file: unsaved edits, which cell the agent runs in, the active, selected and last
+  failed cells (:mod:`._live_cells`, which also says how each mode is told in the result). Edits
+  still go to the saved file.
 
 A notebook run headless (``headless``: ``python -m ipyagent run``, pytest's nbval) is executed
 from a copy in memory, and its file is that run's input: a test run must not change the notebook
@@ -30,12 +34,16 @@ import hashlib
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ...agentlib.atomic import atomic_write
 from ...agentlib.tools import Tool, tool
 from ..runner import MainThread
 from .file_lock import locked
-from .files import WorkspaceError, atomic_write, resolve_inside
+from .files import WorkspaceError, resolve_inside
+
+if TYPE_CHECKING:
+    from ..live_notebook import LiveNotebook
 
 __all__ = ["notebook_tools"]
 
@@ -135,8 +143,17 @@ _HEADLESS = (
 
 
 def notebook_tools(
-    shell: Any, main: MainThread, notebook: Path | None, *, headless: bool = False
+    shell: Any,
+    main: MainThread,
+    notebook: Path | None,
+    *,
+    headless: bool = False,
+    live: LiveNotebook | None = None,
+    cell_id: str | None = None,
 ) -> list[Tool]:
+    """The notebook tools of one run. ``live``: the channel to the pages showing this kernel's
+    notebook (read_cells reads the open document through it when a page is connected);
+    ``cell_id``: the cell the run is in, if any."""
     proposals: list[str] = []
 
     def this_notebook(file: Path) -> bool:
@@ -170,17 +187,30 @@ def notebook_tools(
             start: Index of the first cell to show (0 = first).
             limit: At most this many cells (default: as many as fit in one page).
         """
+        note = ""
+        if live is not None and not headless and (path is None or this_notebook(target(path))):
+            from ._live_cells import read_live
+
+            page, note = read_live(
+                live,
+                start=start,
+                limit=limit,
+                own_cell_id=cell_id,
+                output_chars=OUTPUT_CAP,
+                page_chars=PAGE_CHARS,
+                again=lambda i: f"path={path!r}, start={i}" if path else f"start={i}",
+            )
+            if page is not None:
+                return page
         file = target(path)
         nb = _load(file)
         total = len(nb.cells)
         if total and not 0 <= start < total:
             raise WorkspaceError(f"start must be from 0 to {total - 1}: the notebook has {total} cells.")
         with_outputs = not runs_from_memory(file)
-        parts = (
-            []
-            if with_outputs
-            else [f"({_HEADLESS} Saved outputs are left out: they are from an earlier run.)"]
-        )
+        parts = [note] if note else []
+        if not with_outputs:
+            parts.append(f"({_HEADLESS} Saved outputs are left out: they are from an earlier run.)")
         end = total if limit is None else min(total, start + max(1, limit))
         index, size = start, 0
         while index < end:
@@ -195,6 +225,8 @@ def notebook_tools(
             parts.append(
                 f"(cells {start} to {index - 1} of {total} cells shown; read on with read_cells({again}))"
             )
+        if note and not total:
+            parts.append("(the notebook has no cells)")
         return "\n\n".join(parts) or "(the notebook has no cells)"
 
     async def insert_cell(

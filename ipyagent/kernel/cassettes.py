@@ -1,9 +1,9 @@
 """The kernel's record/replay switch: which cassette a notebook uses, and whether it records.
 
-    %agent replay record [PATH]     record every model request of this kernel (a real model answers)
-    %agent replay replay [PATH]     answer from the cassette: no key, no network, no local model
-    %agent replay off               talk to the model directly again
-    %agent replay                   show the mode, the cassette and how far it got
+    %agent cassette record [PATH]     record every model request of this kernel (a real model answers)
+    %agent cassette replay [PATH]     answer from the cassette: no key, no network, no local model
+    %agent cassette off               talk to the model directly again
+    %agent cassette                   show the mode, the cassette and how far it got
 
 The mode starts from ``$IPYAGENT_REPLAY`` (``record``, ``replay`` or ``off``) and the cassette from
 ``$IPYAGENT_CASSETTE``; by default ``analysis.ipynb`` uses ``analysis.cassette.jsonl`` beside it
@@ -12,8 +12,8 @@ The pytest option ``--ipyagent-replay`` sets the variable for the kernels nbval 
 A recording asks the model for deterministic decoding where it has one (the embedded model's
 greedy decoding), so recording an unchanged notebook again gives the same cassette.
 
-This module owns the per-kernel state and :func:`wrap`, which the magics call on the model of
-every ``%%agent`` run; the cassette format and the matching are
+This module owns the per-kernel state and :meth:`ReplaySwitch.wrap`, which the magics call on the
+model of every ``%%agent`` run; the cassette format and the matching are
 :mod:`ipyagent.agentlib.providers.replay`'s.
 """
 
@@ -36,14 +36,13 @@ __all__ = [
     "cassette_path",
     "command",
     "replay_mode",
-    "wrap",
 ]
 
 Mode = Literal["off", "record", "replay"]
 MODES: tuple[Mode, ...] = ("record", "replay", "off")
 ENV_MODE = "IPYAGENT_REPLAY"
 ENV_CASSETTE = "IPYAGENT_CASSETTE"
-USAGE = "%agent replay [record|replay|off] [PATH]"
+USAGE = "%agent cassette [record|replay|off] [PATH]"
 
 
 def _user_error(message: str, hint: str, code: str = "invalid_option") -> Exception:
@@ -130,7 +129,7 @@ class ReplaySwitch:
         hint = (
             f"If the change is intended, record {cassette.path.name} again with a real model: "
             f"python -m ipyagent run {notebook.name if notebook else 'NOTEBOOK'} --record, or run the "
-            "notebook in a kernel started with IPYAGENT_REPLAY=record (or after `%agent replay record`) "
+            "notebook in a kernel started with IPYAGENT_REPLAY=record (or after `%agent cassette record`) "
             "and save it."
         )
         if self.mode == "record":
@@ -153,15 +152,17 @@ class ReplaySwitch:
 
     def status(self, notebook: Path | None) -> str:
         if self.mode == "off":
-            return "replay: off (record with `%agent replay record`, replay with `%agent replay replay`)"
+            return (
+                "cassette: off (record with `%agent cassette record`, replay with `%agent cassette replay`)"
+            )
         cassette = self.cassette(notebook)
         if self.mode == "record":
-            return f"replay: recording to {cassette.path} ({cassette.written} request(s) recorded)"
+            return f"cassette: recording to {cassette.path} ({cassette.written} request(s) recorded)"
         try:
             total = f"of {len(cassette.records)} "
         except Exception as exc:  # missing or damaged: say so here, the next %%agent fails with the hint
             total = f"— {exc} "
-        return f"replay: replaying {cassette.path} ({cassette.position} {total}request(s) served)"
+        return f"cassette: replaying {cassette.path} ({cassette.position} {total}request(s) served)"
 
 
 def _resolve(model: str | None) -> Provider:
@@ -181,19 +182,14 @@ def replay_mode() -> ReplaySwitch:
     return _switch
 
 
-def wrap(model: str | Provider | None, notebook: Path | None) -> str | Provider | None:
-    """:meth:`ReplaySwitch.wrap` on this kernel's switch."""
-    return replay_mode().wrap(model, notebook)
-
-
 def command(args: list[str], *, notebook: Path | None = None) -> str:
-    """``%agent replay [record|replay|off] [PATH]``: set the mode, or with no arguments show it."""
+    """``%agent cassette [record|replay|off] [PATH]``: set the mode, or with no arguments show it."""
     switch = replay_mode()
     if not args:
         return switch.status(notebook)
     if len(args) > 2 or args[0].lower() not in MODES:
         raise _user_error(
-            f"Unexpected arguments: %agent replay {' '.join(args)}.",
+            f"Unexpected arguments: %agent cassette {' '.join(args)}.",
             f"Usage: {USAGE}.",
         )
     switch.set(args[0], args[1] if len(args) > 1 else None)

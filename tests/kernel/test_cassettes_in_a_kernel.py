@@ -18,7 +18,7 @@ from nbclient import NotebookClient
 
 from ipyagent.agentlib.errors import UserError
 from ipyagent.agentlib.providers.replay import ReplayModel
-from ipyagent.kernel.replay import ReplaySwitch, cassette_path
+from ipyagent.kernel.cassettes import ReplaySwitch, cassette_path
 
 SETUP = "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel, thinking, tool_call\nx = 3\n"
 SCRIPT = (
@@ -96,7 +96,7 @@ def test_a_recorded_cell_replays_in_a_kernel_with_no_model(jupyter_env: Path) ->
         run_ok(recorder, "%agent model m")
         recorded = run_agent(recorder)
         assert "completed 'x is 3.'" in recorded[1] and "describe_variable" in recorded[1]
-        assert "recording to" in run_ok(recorder, "%agent replay")
+        assert "recording to" in run_ok(recorder, "%agent cassette")
     finally:
         recorder.close()
     assert (jupyter_env / "analysis.cassette.jsonl").exists()  # beside the notebook
@@ -105,10 +105,10 @@ def test_a_recorded_cell_replays_in_a_kernel_with_no_model(jupyter_env: Path) ->
     try:
         run_ok(player, "%load_ext ipyagent\nx = 3")  # no model, no key: only the cassette
         assert run_agent(player) == recorded
-        status = run_ok(player, "%agent replay")
+        status = run_ok(player, "%agent cassette")
         assert "analysis.cassette.jsonl (2 of 2 request(s) served)" in status
 
-        run_ok(player, "%agent replay replay")  # from the first request again, a new conversation
+        run_ok(player, "%agent cassette replay")  # from the first request again, a new conversation
         error, shown = run(player, "%%agent\nWhat is y?")
         assert error == "AgentRunFailed"
         assert "[replay_mismatch]" in shown
@@ -119,20 +119,24 @@ def test_a_recorded_cell_replays_in_a_kernel_with_no_model(jupyter_env: Path) ->
 
 
 def test_the_magic_records_and_replays_after_a_restart(kernel: Kernel, jupyter_env: Path) -> None:
-    assert "replay: off" in run_ok(kernel, "%load_ext ipyagent\n%agent replay")
+    assert "cassette: off" in run_ok(kernel, "%load_ext ipyagent\n%agent cassette")
     cassette = jupyter_env / "ipyagent.cassette.jsonl"  # the kernel does not know its notebook
-    assert f"recording to {cassette}" in run_ok(kernel, "%agent replay record")
+    assert f"recording to {cassette}" in run_ok(kernel, "%agent cassette record")
     run_ok(kernel, SETUP + SCRIPT + "\n%agent model m")
     recorded = run_agent(kernel)
-    assert "(2 request(s) recorded)" in run_ok(kernel, "%agent replay")
+    assert "(2 request(s) recorded)" in run_ok(kernel, "%agent cassette")
 
     kernel.restart()
     run_ok(kernel, "%load_ext ipyagent\nx = 3")
-    assert "replaying" in run_ok(kernel, "%agent replay replay")
+    assert "replaying" in run_ok(kernel, "%agent cassette replay")
     assert run_agent(kernel) == recorded
 
-    error, shown = run(kernel, "%agent replay rewind")
-    assert error == "UserError" and "Usage: %agent replay" in shown
+    error, shown = run(kernel, "%agent cassette rewind")
+    assert error == "UserError" and "Usage: %agent cassette" in shown
+
+    # The old spelling still works for one release, and says what replaced it.
+    shown = run_ok(kernel, "%agent replay off")
+    assert "`%agent replay` is now `%agent cassette`" in shown and "cassette: off" in shown
 
 
 def _plugin_args() -> list[str]:

@@ -1,0 +1,190 @@
+"""The conversation: the transcript and everything counted along with it.
+
+A :class:`Conversation` owns the messages, the tool-call ids they hold, the usage summed over
+every request made for them, the last context-window readout, and the session file they are
+saved in. It is the only code that appends to the transcript or rewrites it: the loop
+(:mod:`~ipyagent.agentlib.run`) commits messages and records usage through it, a compaction
+(:mod:`~ipyagent.agentlib.compaction`) returns what it decided and the conversation applies it,
+and the :class:`~ipyagent.agentlib.agent.Agent` holds one and hands it to each run.
+
+It does not talk to a model, decide when to compact, or know the agent's configuration; it
+emits one kind of event itself, the warning that the session file could no longer be written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence, Set
+
+from .compaction import CompactionResult
+from .errors import UserError
+from .events import AgentEvent, RunWarning
+from .messages import Message
+from .model import ModelSettings
+from .sessions import SETTINGS_KEYS, Session
+from .usage import ContextWindow, Usage, estimate_tokens
+
+__all__ = ["Conversation"]
+
+
+class Conversation:
+    """A transcript, its usage and context readout, and the session file it is saved in.
+
+    Args:
+        emit: Where the conversation reports that its session file failed (a ``Warning`` event).
+        session: An open session: the conversation resumes what it holds (messages, usage) and
+            appends every change to it.
+    """
+
+    def __init__(self, *, emit: Callable[[AgentEvent], None], session: Session | None = None) -> None:
+        self._emit = emit
+        self._session = session
+        self._session_broken = False
+        state = session.state if session is not None else None
+        self._messages: list[Message] = list(state.messages) if state else []
+        # Every tool-call id the transcript ever held: a new call must not reuse one. Kept as the
+        # transcript grows (never rebuilt per turn) and not shrunk by a compaction.
+        self._call_ids: set[str] = {call.id for m in self._messages for call in m.tool_calls}
+        self._usage = state.usage if state else Usage()
+        self._context: ContextWindow | None = None
+        #: Messages before this index are counted in ``_context`` when it is exact.
+        self._context_mark: int | None = None
+        self._load_warnings: list[str] = list(state.warnings) if state else []
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The transcript, read-only (it is not copied: copy it to keep a snapshot)."""
+        return self._messages
+
+    @property
+    def call_ids(self) -> Set[str]:
+        """Every tool-call id used in this conversation, read-only (it grows with the transcript)."""
+        return self._call_ids
+
+    @property
+    def usage(self) -> Usage:
+        """Usage summed over every request made for this conversation."""
+        return self._usage
+
+    @property
+    def context(self) -> ContextWindow | None:
+        """The last context-window readout (``None`` before the first request, or after the
+        transcript was rewritten)."""
+        return self._context
+
+    def context_used(self, prompt: str) -> int:
+        """Tokens the next request will fill, with ``prompt`` (system prompt and tool schemas)
+        before the transcript: the last exact readout plus an estimate of what was committed
+        since, or else an estimate of the whole."""
+        known, mark = self._context, self._context_mark
+        if known is not None and not known.approximate and mark is not None:
+            return known.used + estimate_tokens("", self._messages[mark:])
+        return estimate_tokens(prompt, self._messages)
+
+    @property
+    def session(self) -> Session | None:
+        """The session file this conversation is saved in, if any."""
+        return self._session
+
+    def require_writable(self, what: str) -> None:
+        """Raise a :class:`UserError` when the session file cannot take ``what``'s changes."""
+        session = self._session
+        if session is not None and (session.read_only or session.closed):
+            state = "open read-only" if session.read_only else "closed"
+            raise UserError(
+                f"Cannot {what}: the session {session.path} is {state}.",
+                hint="Continue in a new file with agent.fork(session='new.agent.jsonl'), or open the "
+                "session again for writing (close the agent or kernel that holds it first).",
+                code="session_read_only" if session.read_only else "session_closed",
+            )
+
+    def take_load_warnings(self) -> list[str]:
+        """What was repaired when the session was loaded, once (the next run reports it)."""
+        warnings, self._load_warnings = self._load_warnings, []
+        return warnings
+
+    # -- changing --------------------------------------------------------------------------------
+
+    def append(self, message: Message) -> None:
+        """Commit ``message`` to the transcript (and the session)."""
+        self._messages.append(message)
+        self._call_ids.update(call.id for call in message.tool_calls)
+        if self._session is not None:
+            self._write(lambda s: s.append_message(message))
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count one request's usage (the loop's turns and the summarizer's requests alike)."""
+        self._usage = self._usage + usage
+        self._write(lambda s: s.append_usage(usage))
+
+    def observe_context(self, window: ContextWindow, *, counted: int | None = None) -> None:
+        """Take a context readout. ``counted``: how many messages an exact readout covers (the
+        request's and its reply), so later estimates add only what came after them."""
+        self._context = window
+        if counted is not None:
+            self._context_mark = counted
+
+    def apply_compaction(self, compaction: CompactionResult, *, reason: str) -> None:
+        """Apply what a compaction decided: count its usage and, when it summarized something,
+        replace the first ``dropped`` messages with its summary and record that in the session."""
+        if compaction.usage.requests:
+            self.add_usage(compaction.usage)
+        summary = compaction.summary
+        if not compaction.dropped or summary is None:
+            return
+        self._messages[: compaction.dropped] = [summary]
+        self._context = None
+        self._context_mark = None
+        self._write(
+            lambda s: s.append_compaction(
+                dropped=compaction.dropped,
+                kept=compaction.kept,
+                summary=summary,
+                summary_hash=compaction.summary_hash,
+                reason=reason,
+                fallback=compaction.fallback,
+            )
+        )
+
+    def reset(self) -> None:
+        """Empty the transcript; a session keeps its history and records the reset."""
+        self._messages.clear()
+        self._call_ids.clear()
+        self._context = None
+        self._context_mark = None
+        self._write(lambda s: s.append_reset())
+
+    def record_settings(self, model: str | None, settings: ModelSettings) -> None:
+        """Append a settings record when the model or settings differ from the last recorded."""
+        session = self._session
+        if session is None or session.read_only or session.closed:
+            return
+        current = {"model": model, **settings.model_dump()}
+        recorded = dict.fromkeys(SETTINGS_KEYS) | {"model": session.state.model} | session.state.settings
+        if {k: current.get(k) for k in SETTINGS_KEYS} != {k: recorded.get(k) for k in SETTINGS_KEYS}:
+            self._write(lambda s: s.append_settings(current))
+
+    def close(self) -> None:
+        """Close the session file (releasing its lock)."""
+        if self._session is not None:
+            self._session.close()
+
+    def _write(self, write: Callable[[Session], None]) -> None:
+        """Write to the session; a failing disk becomes a warning, not a lost conversation."""
+        session = self._session
+        if session is None or self._session_broken or session.read_only:
+            return
+        try:
+            write(session)
+        except OSError as exc:
+            self._session_broken = True
+            self._emit(
+                RunWarning(
+                    code="session_write_failed",
+                    message=f"Could not write to the session {session.path}: {exc}. The conversation "
+                    "goes on in memory but is no longer saved.",
+                    hint="Free disk space or fix the permissions, then save it to a new file with "
+                    "agent.fork(session='new.agent.jsonl').",
+                )
+            )

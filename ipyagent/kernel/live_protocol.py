@@ -1,0 +1,189 @@
+"""The kernel's half of the live-notebook protocol: the messages, typed, and the handshake rule.
+
+The page's half is ``labext/src/protocol.js``; docs/live-notebook-protocol.md describes both.
+Pure: no comm, no thread, no import beyond the standard library (``%load_ext`` imports this
+module and must stay cheap). :mod:`.live_notebook` moves these messages over a comm.
+
+The handshake: the page opens a comm to :data:`TARGET` with a :class:`Hello`; the kernel
+answers :class:`Welcome` when both speak :data:`PROTOCOL`, else :class:`Mismatch` with what to
+do (reload the page, restart the kernel), and never sends that page a request.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, TypedDict
+
+from typing_extensions import NotRequired
+
+__all__ = [
+    "ANNOUNCE_TARGET",
+    "PROTOCOL",
+    "TARGET",
+    "Announce",
+    "Focus",
+    "Hello",
+    "KernelMessage",
+    "Method",
+    "Mismatch",
+    "PageMessage",
+    "ReadNotebookParams",
+    "Request",
+    "Response",
+    "Welcome",
+    "answer_hello",
+    "mismatch_message",
+    "parse_page_message",
+]
+
+#: The protocol this kernel speaks. Bump it with any change a page of the previous release
+#: would misread; ``labext/src/protocol.js`` says the same number (a test checks).
+#: 2: ``read_notebook`` reads a range of cells (:class:`ReadNotebookParams`) and says where the
+#: notable cells are; a page of protocol 1 would answer every cell and none of that.
+PROTOCOL: Final = 2
+#: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
+TARGET: Final = "ipyagent.notebook"
+#: The comm target of the page: the kernel opens a comm to it to say that ipyagent is loaded,
+#: and keeps it open so that a page that connects later finds it (comm_info).
+ANNOUNCE_TARGET: Final = "ipyagent.notebook.announce"
+
+Method = Literal["read_notebook", "ping"]
+
+
+# Page -> kernel.
+class Hello(TypedDict):
+    kind: Literal["hello"]
+    protocol: int
+    version: str
+    #: The front end and its version, e.g. "JupyterLab 4.6.6".
+    client: str
+    #: The notebook's path, relative to the server's root.
+    path: str | None
+
+
+class Response(TypedDict):
+    kind: Literal["response"]
+    id: str
+    ok: bool
+    result: NotRequired[dict[str, Any]]
+    error: NotRequired[str]
+
+
+class Focus(TypedDict):
+    """The user turned to this page's notebook: requests go to the page seen last."""
+
+    kind: Literal["focus"]
+
+
+PageMessage = Hello | Response | Focus
+
+
+# Kernel -> page.
+class Announce(TypedDict):
+    kind: Literal["announce"]
+    protocol: int
+    version: str
+
+
+class Welcome(TypedDict):
+    kind: Literal["welcome"]
+    protocol: int
+    version: str
+
+
+class Mismatch(TypedDict):
+    kind: Literal["mismatch"]
+    protocol: int
+    version: str
+    message: str
+
+
+class Request(TypedDict):
+    kind: Literal["request"]
+    id: str
+    method: Method
+    params: dict[str, Any]
+
+
+KernelMessage = Announce | Welcome | Mismatch | Request
+
+
+class ReadNotebookParams(TypedDict, total=False):
+    """What ``read_notebook`` reads; without a bound, every cell."""
+
+    #: Characters kept of each output (the tail of a stream or a traceback, the head of a result).
+    max_output_chars: int
+    #: Index of the first cell.
+    start: int
+    #: At most this many cells.
+    limit: int
+    #: At most about this many characters of sources and outputs, but always one cell.
+    page_chars: int
+
+
+def parse_page_message(data: object) -> PageMessage | None:
+    """``data`` as a page message, or None when it is not one this kernel knows."""
+    if not isinstance(data, dict):
+        return None
+    kind = data.get("kind")
+    if kind == "hello":
+        protocol, version = data.get("protocol"), data.get("version")
+        if not isinstance(protocol, int) or isinstance(protocol, bool) or not isinstance(version, str):
+            return None
+        path = data.get("path")
+        return Hello(
+            kind="hello",
+            protocol=protocol,
+            version=version,
+            client=str(data.get("client") or "a page"),
+            path=path if isinstance(path, str) else None,
+        )
+    if kind == "response":
+        rid, ok = data.get("id"), data.get("ok")
+        if not isinstance(rid, str) or not isinstance(ok, bool):
+            return None
+        response = Response(kind="response", id=rid, ok=ok)
+        if ok:
+            result = data.get("result")
+            if not isinstance(result, dict):
+                return None
+            response["result"] = result
+        else:
+            response["error"] = str(data.get("error") or "the page gave no reason")
+        return response
+    if kind == "focus":
+        return Focus(kind="focus")
+    return None
+
+
+def answer_hello(hello: Hello, *, version: str) -> Welcome | Mismatch:
+    """The kernel's answer to a page's hello."""
+    if hello["protocol"] == PROTOCOL:
+        return Welcome(kind="welcome", protocol=PROTOCOL, version=version)
+    message = mismatch_message(
+        page_protocol=hello["protocol"],
+        page_version=hello["version"],
+        kernel_protocol=PROTOCOL,
+        kernel_version=version,
+    )
+    return Mismatch(kind="mismatch", protocol=PROTOCOL, version=version, message=message)
+
+
+def mismatch_message(
+    *, page_protocol: int, page_version: str, kernel_protocol: int, kernel_version: str
+) -> str:
+    """What to do when page and kernel speak different protocols, the action first. The side
+    with the lower number runs the older ipyagent: a page with an old extension is reloaded; a
+    kernel that imported an old ipyagent is restarted. (``labext/src/protocol.js`` tells the
+    page's user the same, with a button that does it.)"""
+    page = f"{page_version}, protocol {page_protocol}"
+    kernel = f"{kernel_version}, protocol {kernel_protocol}"
+    if page_protocol < kernel_protocol:
+        return (
+            f"Reload the page. Its ipyagent extension ({page}) is older than this kernel's ipyagent "
+            f"({kernel}); until then the agent works on the saved file."
+        )
+    return (
+        f"Restart the kernel. It imported ipyagent {kernel}, older than the page's extension "
+        f"({page}); until then the agent works on the saved file. If this comes back, upgrade "
+        "ipyagent in the kernel's environment."
+    )

@@ -1,0 +1,261 @@
+// ipyagent's JupyterLab 4 / Notebook 7 extension: the live-notebook channel.
+//
+// For every open notebook, the page keeps one comm to the notebook's kernel (target
+// "ipyagent.notebook", registered by `%load_ext ipyagent`) and answers the kernel's requests from
+// the open document model — unsaved edits, active and selected cells included. The page opens
+// the comm when it finds the kernel's announce comm (a kernel that loaded ipyagent before the
+// page connected) or when the kernel opens one (a `%load_ext` run later, a restarted kernel).
+// Kernels that never load ipyagent are never sent anything but a comm_info request.
+// The protocol: docs/live-notebook-protocol.md.
+
+import { Notification } from "@jupyterlab/apputils";
+import { INotebookTracker } from "@jupyterlab/notebook";
+import pkg from "../package.json";
+import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
+import { documentSnapshot } from "./snapshot.js";
+
+/** How long to wait for the comm's subshell (the way past a busy main shell) before opening anyway. */
+const SUBSHELL_WAIT_MS = 2000;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The channel of one document (all its views share a session) to its kernel. */
+class Link {
+  constructor(sessionContext, client) {
+    this.session = sessionContext;
+    this.client = client;
+    this.views = new Set();
+    this.current = null;
+    this.kernel = null;
+    this.comm = null;
+    this.state = "idle"; // idle | connecting | connected | mismatch
+    this.warned = false;
+    this.probeWhenIdle = false;
+    this.onAnnounce = () => void this.connect();
+    sessionContext.kernelChanged.connect(this.onKernelChanged, this);
+    sessionContext.statusChanged.connect(this.onStatus, this);
+    this.attach(sessionContext.session ? sessionContext.session.kernel : null);
+  }
+
+  addView(view) {
+    this.views.add(view);
+    this.current = this.current || view;
+  }
+
+  removeView(view) {
+    this.views.delete(view);
+    if (this.current === view) this.current = this.views.values().next().value || null;
+    return this.views.size === 0;
+  }
+
+  dispose() {
+    this.session.kernelChanged.disconnect(this.onKernelChanged, this);
+    this.session.statusChanged.disconnect(this.onStatus, this);
+    if (this.kernel && !this.kernel.isDisposed) this.kernel.removeCommTarget(ANNOUNCE_TARGET, this.onAnnounce);
+    this.drop(true);
+  }
+
+  onKernelChanged(_, change) {
+    if (this.kernel && !this.kernel.isDisposed) this.kernel.removeCommTarget(ANNOUNCE_TARGET, this.onAnnounce);
+    this.drop(true);
+    this.attach(change.newValue);
+  }
+
+  attach(kernel) {
+    this.kernel = kernel || null;
+    if (!this.kernel) return;
+    this.kernel.registerCommTarget(ANNOUNCE_TARGET, this.onAnnounce);
+    void this.probe();
+  }
+
+  onStatus(_, status) {
+    if (status === "restarting" || status === "autorestarting" || status === "dead") {
+      // The kernel's comms die with it; the restarted kernel announces itself if it loads ipyagent.
+      this.drop(false);
+      this.probeWhenIdle = true;
+    } else if (status === "idle" && this.probeWhenIdle) {
+      this.probeWhenIdle = false;
+      void this.probe();
+    }
+  }
+
+  /** Whether the kernel has loaded ipyagent: its announce comm is open. */
+  async probe() {
+    const kernel = this.kernel;
+    if (!kernel || kernel.isDisposed) return;
+    try {
+      const reply = await kernel.requestCommInfo({ target_name: ANNOUNCE_TARGET });
+      const comms = reply.content.status === "ok" ? reply.content.comms : {};
+      if (kernel === this.kernel && Object.keys(comms).length > 0) await this.connect();
+    } catch (err) {
+      // The kernel went away or restarted meanwhile: its successor is probed when idle.
+    }
+  }
+
+  async connect() {
+    const kernel = this.kernel;
+    if (!kernel || kernel.isDisposed || this.state === "connecting" || this.state === "connected") return;
+    this.state = "connecting";
+    const comm = kernel.createComm(TARGET);
+    this.comm = comm;
+    comm.onMsg = (msg) => this.onMessage(comm, msg);
+    comm.onClose = () => {
+      if (this.comm === comm) this.reset();
+    };
+    try {
+      await kernel.info;
+      // JupyterLab >= 4.4 sends a comm's messages over a subshell of the kernel when it can, so
+      // that they are handled while a cell blocks the main shell. Open on it once it exists.
+      if (kernel.supportsSubshells && comm.subshellStarted) {
+        await Promise.race([comm.subshellStarted.catch(() => undefined), sleep(SUBSHELL_WAIT_MS)]);
+      }
+      if (this.comm !== comm || comm.isDisposed) return;
+      // Not awaited: the kernel answers with a welcome (or closes the comm), not a reply.
+      comm.open(hello({ version: pkg.version, client: this.client, path: this.session.path }));
+    } catch (err) {
+      console.warn("ipyagent: could not open the live-notebook channel", err);
+      if (this.comm === comm) this.reset();
+    }
+  }
+
+  reset() {
+    this.comm = null;
+    if (this.state !== "mismatch") this.state = "idle";
+  }
+
+  drop(close) {
+    const comm = this.comm;
+    this.comm = null;
+    this.state = "idle";
+    if (close && comm && !comm.isDisposed) {
+      try {
+        comm.close();
+      } catch (err) {
+        // The kernel is already gone.
+      }
+    }
+  }
+
+  focus(view) {
+    this.current = view;
+    this.send({ kind: "focus" });
+  }
+
+  send(data) {
+    const comm = this.comm;
+    if (this.state === "connected" && comm && !comm.isDisposed) comm.send(data);
+  }
+
+  onMessage(comm, msg) {
+    if (comm !== this.comm) return;
+    const data = msg.content.data || {};
+    switch (data.kind) {
+      case "welcome":
+        if (data.protocol === PROTOCOL) {
+          this.state = "connected";
+        } else {
+          this.mismatch(data);
+        }
+        break;
+      case "mismatch":
+        this.mismatch(data);
+        break;
+      case "request":
+        this.answer(comm, data);
+        break;
+      default:
+        console.warn(`ipyagent: unknown message from the kernel: ${JSON.stringify(data.kind)}`);
+    }
+  }
+
+  mismatch(data) {
+    this.state = "mismatch";
+    if (this.warned) return;
+    this.warned = true;
+    const { action, text } = mismatchMessage({
+      pageProtocol: PROTOCOL,
+      pageVersion: pkg.version,
+      kernelProtocol: Number(data.protocol),
+      kernelVersion: String(data.version),
+    });
+    console.warn(text);
+    const button =
+      action === "reload"
+        ? { label: "Reload page", callback: () => window.location.reload() }
+        : { label: "Restart kernel", callback: () => void this.session.restartKernel() };
+    Notification.warning(text, { autoClose: false, actions: [button] });
+  }
+
+  answer(comm, request) {
+    let reply;
+    try {
+      reply = { kind: "response", id: request.id, ok: true, result: this.handle(request) };
+    } catch (err) {
+      reply = { kind: "response", id: request.id, ok: false, error: String((err && err.message) || err) };
+    }
+    if (!comm.isDisposed) comm.send(reply);
+  }
+
+  handle({ method, params }) {
+    switch (method) {
+      case "ping":
+        return {};
+      case "read_notebook": {
+        const view = this.current;
+        if (!view) throw new Error("the notebook is no longer open in this page");
+        const p = params || {};
+        return documentSnapshot(view, {
+          maxChars: Number.isInteger(p.max_output_chars) ? p.max_output_chars : undefined,
+          start: p.start,
+          limit: p.limit,
+          pageChars: p.page_chars,
+        });
+      }
+      default:
+        throw new Error(
+          `this page's ipyagent extension (${pkg.version}) does not know the request ${JSON.stringify(method)}`,
+        );
+    }
+  }
+}
+
+const plugin = {
+  id: "ipyagent:live-notebook",
+  description: "The live-notebook channel between ipyagent in the kernel and the open notebook.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate(app, tracker) {
+    const client = `${app.name} ${app.version}`;
+    const links = new Map();
+
+    function track(view) {
+      const session = view.sessionContext;
+      let link = links.get(session);
+      if (!link) {
+        link = new Link(session, client);
+        links.set(session, link);
+      }
+      link.addView(view);
+      view.disposed.connect(() => {
+        if (link.removeView(view)) {
+          link.dispose();
+          links.delete(session);
+        }
+      });
+    }
+
+    tracker.forEach(track);
+    tracker.widgetAdded.connect((_, view) => track(view));
+    tracker.currentChanged.connect((_, view) => {
+      const link = view && links.get(view.sessionContext);
+      if (link) link.focus(view);
+    });
+    window.addEventListener("focus", () => {
+      const view = tracker.currentWidget;
+      const link = view && links.get(view.sessionContext);
+      if (link) link.focus(view);
+    });
+  },
+};
+
+export default plugin;

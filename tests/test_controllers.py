@@ -1,0 +1,107 @@
+"""Views hand out the user's actions; controllers steer the agent with them.
+
+The front end's messages go in where a kernel delivers them, through the widget's comm."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ipyagent import Agent, tool
+from ipyagent.agentlib.events import PermissionRequired
+from ipyagent.controllers import ChatController, ViewController
+from ipyagent.testing import ScriptedModel, tool_call
+from ipyagent.widgets import ChatView, ChatWidget, RunView
+from ipyagent.widgets.view_state import Action
+
+
+def click(view: Any, content: dict[str, Any]) -> None:
+    """A message from the front end, as the kernel hands it to the widget's comm."""
+    view.comm.handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+@tool
+def write(text: str) -> str:
+    """Write."""
+    return "written"
+
+
+def test_a_view_hands_out_the_users_actions_and_holds_no_agent() -> None:
+    view = RunView(interval=0)
+    actions: list[Action] = []
+    view.on_action(actions.append)
+    click(view, {"action": "hello"})
+    click(view, {"action": "permission", "id": "c1", "decision": "deny"})
+    click(view, {"action": "permission", "id": "c1", "decision": "perhaps"})  # not an action
+    click(view, {"action": "format_disk"})
+    view.on_action(actions.append, remove=True)
+    click(view, {"action": "stop"})
+    assert actions == [{"action": "hello"}, {"action": "permission", "id": "c1", "decision": "deny"}]
+    assert view.live.is_set() and view.state["live"] is True
+    assert not hasattr(view, "agent")
+    view.close()
+
+
+async def test_a_click_reaches_the_agent_through_the_controller() -> None:
+    agent = Agent(model=ScriptedModel([tool_call("write", {"text": "x"}), "ok"]), tools=[write])
+    view = RunView(interval=0)
+    controller = ViewController(view, agent, hello_grace=60)
+    click(view, {"action": "hello"})  # a person is there: nothing is denied on their behalf
+
+    def on_permission(event: PermissionRequired) -> None:
+        click(view, {"action": "permission", "id": event.call_id, "decision": "deny"})
+
+    agent.on("permission_required", on_permission)
+    agent.on("*", view.feed)
+    await agent.run("write x")
+    tools = [b for b in view.reducer.state["blocks"] if b["kind"] == "tool"]
+    assert [t["status"] for t in tools] == ["denied"]
+    controller.close()
+    view.close()
+
+
+async def test_with_no_front_end_the_controller_denies_what_nobody_can_answer() -> None:
+    agent = Agent(model=ScriptedModel([tool_call("write", {"text": "x"}), "ok"]), tools=[write])
+    view = RunView(interval=0)
+    controller = ViewController(view, agent, hello_grace=0)
+    result = await asyncio.wait_for(agent.run("write x"), 30)
+    denied = [r for m in result.messages for r in m.tool_results]
+    assert [r.denied for r in denied] == [True]
+    assert "front end did not show the widget" in denied[0].content
+    controller.close()
+    view.close()
+
+
+def test_the_chat_runs_what_is_typed_and_starts_over_on_new() -> None:
+    chat = ChatWidget(Agent(model=ScriptedModel(["Hello.", "Again."])), interval=0)
+    try:
+        assert isinstance(chat, ChatView) and isinstance(chat.controller, ChatController)
+        click(chat, {"action": "send", "text": "  hi  "})
+        result = chat.wait(30)
+        assert result is not None and result.text == "Hello."
+        assert [(b["kind"], b.get("text")) for b in chat.state["blocks"]] == [
+            ("user", "hi"),
+            ("text", "Hello."),
+        ]
+        click(chat, {"action": "send", "text": "   "})  # nothing typed: nothing sent
+        assert len(chat.agent.messages) == 2
+        click(chat, {"action": "new"})
+        assert chat.state["blocks"] == [] and chat.agent.messages == []
+        click(chat, {"action": "retry"})  # the last prompt again, in the new conversation
+        chat.wait(30)
+        assert [m.text for m in chat.agent.messages] == ["hi", "Again."]
+    finally:
+        chat.close()
+    chat.close()  # again, as the widget's finalizer does after an explicit close
+
+
+def test_a_model_that_cannot_be_used_is_reported_in_the_chat() -> None:
+    chat = ChatWidget(Agent(model=ScriptedModel(["ok"])), interval=0)
+    try:
+        click(chat, {"action": "model", "model": "no-such-endpoint/model"})
+        error = chat.state["blocks"][-1]
+        assert error["kind"] == "error" and error["hint"]
+        click(chat, {"action": "model", "model": "ollama/qwen3"})
+        assert chat.state["model"] == "ollama/qwen3"
+    finally:
+        chat.close()
