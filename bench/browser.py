@@ -1,31 +1,52 @@
-"""What the browser spends on a streaming answer, in a real Chromium.
+"""What the browser spends on a streaming answer and on opening a long chat, in a real Chromium.
 
-No kernel: a page loads the bundled run view (ipyagent/widgets/static/runtime.js) with a stand-in
-model and feeds it the same `patches` messages the kernel sends (docs/widget-protocol.md): an
-`add` of a streaming text block, one `append` every 50 ms (the kernel's batching interval) at a
-steady rate, then `set streaming=false` and the final status. That isolates the renderer's cost
-from the kernel's and the server's.
+No kernel and no JupyterLab: a page loads the bundled views (ipyagent/widgets/static/runtime.js,
+or --static's) with a stand-in for the anywidget model and gives it what the kernel would send.
 
-For each shape (code block, table, list, one long paragraph, a mix) and size, it reports the
-main-thread time per KB streamed (Chromium's TaskDuration from CDP ``Performance.getMetrics``:
-script, style, layout and paint; and script, style and layout on their own), the longest task
-(PerformanceObserver ``longtask``, which only sees tasks over 50 ms; and the longest
-animation-frame callback, where the view renders), the final render and the view's DOM node count.
-Prints a table, writes ``bench/results/browser.json``.
+Section "stream" (the run view). The page feeds the `patches` messages the kernel sends
+(docs/widget-protocol.md): an `add` of a streaming text block, one `append` every 50 ms (the
+kernel's batching interval) at a steady rate, then `set streaming=false` and the final status.
+For each shape (code block, table, list, one long paragraph, a mix) and size: the main-thread time
+(Chromium's TaskDuration from CDP ``Performance.getMetrics``: script, style, layout, paint and the
+rest; and script, style and layout on their own) as a share of the wall time and per KB streamed,
+the longest task (PerformanceObserver ``longtask``, which only sees tasks over 50 ms), the longest
+animation-frame callback (where the view renders), the final render and the view's DOM node count.
+Each case runs in a fresh page, after a warm-up stream of a few KB in that page (a notebook has
+rendered something before). A case that falls behind by more than --max-lag seconds stops early.
 
-    python bench/browser.py [--sizes 10,100,1000] [--rate 20] [--shapes code,table,...]
-                            [--static DIR]   # bundles to load (to measure another build)
+Section "chat" (the chat widget). What the model holds and receives is taken from a real
+:class:`~ipyagent.widgets.ChatWidget` built here on a saved conversation of N messages: its synced
+traits at creation (the open), then, for one turn (a scripted model, streamed in chunks), every
+custom message and trait write, replayed in order. Not measured: the websocket, the widget
+manager's own parsing of the traits.
+- open ms (after a warm-up render of a short chat in the same page): from ``render()`` to the
+  end of the first frame after it (the first paint);
+- longest task: the longest main-thread task over 50 ms ("-" = none) from the open until
+  ``--settle`` seconds later;
+- DOM nodes / blocks shown: after those seconds; scroll-up task: the longest task while the
+  transcript is scrolled to its top five times (older turns load);
+- turn ms: the main-thread time of one new turn (each message parsed from JSON and handled, its
+  redraw run and laid out, summed); max step: the most expensive of those steps;
+- each size is measured ``--repeat`` times, each in a fresh page; the table shows medians, the
+  JSON every run.
 
-A case that falls behind by more than --max-lag seconds stops early and says how far it got.
-Needs Debian's chromium at /usr/bin/chromium and Playwright (never ``playwright install``).
+    python bench/browser.py [stream|chat|all] [--sizes 10,100,1000] [--rate 4] [--shapes ...]
+                            [--messages 100,2000,10000] [--static DIR] [--name browser]
+
+Prints one table per section and writes both to bench/results/NAME.json. --static points at
+another build's bundles (say the main branch's) to compare. Needs Debian's chromium at
+/usr/bin/chromium and Playwright (never ``playwright install``). The machine's other load shows
+in every number: compare runs made back to back.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import functools
 import http.server
+import json
 import random
 import shutil
 import tempfile
@@ -35,13 +56,13 @@ from pathlib import Path
 from typing import Any
 
 from _chromium import CHROMIUM, FLAGS
-from _report import report
+from _report import report_sections
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "ipyagent" / "widgets" / "static"
 INTERVAL_MS = 50  # the kernel sends at most one patches message per ~50 ms
 
-# -- a page with the bundled views and a stand-in model (shared with bench/browser_chat.py) --------
+# -- section "stream": a page with the run view and a stand-in model -------------------------------
 
 PAGE = """<!doctype html><meta charset="utf-8">
 <body><div id="view" style="width: 900px"></div>
@@ -249,11 +270,13 @@ SHAPES: dict[str, Callable[[int, random.Random], str]] = {
 # -- the run view, streaming -----------------------------------------------------------------------
 
 STREAM_JS = """async ({ text, chunk, interval, maxLag }) => {
-  window.longtasks.length = 0;
   const view = window.mountView({ seq: 0, status: "running", blocks: [], usage: {}, live: true });
   let seq = 0;
   const send = (patches) => view.feed({ kind: "patches", seq: ++seq, patches });
   send([{ op: "add", block: { id: "t", kind: "text", text: "", streaming: true } }]);
+  await new Promise((r) => setTimeout(r, 500)); // the warm-up's last frames, long tasks reported
+  window.longtasks.length = 0;
+  window.frames.length = 0;
   const start = performance.now();
   let sent = 0, lagged = false;
   while (sent < text.length) {
@@ -286,6 +309,9 @@ STREAM_JS = """async ({ text, chunk, interval, maxLag }) => {
 
 
 def stream_case(page: Any, cdp: Any, text: str, *, rate_kb: float, max_lag: float) -> dict[str, Any]:
+    # Warm-up, not measured: the first render in a page compiles the bundle's code paths.
+    warm = {"text": mix(16384, random.Random(0)), "chunk": 800, "interval": 50, "maxLag": 100}
+    page.evaluate(STREAM_JS, warm)
     chunk = max(1, round(rate_kb * 1024 * INTERVAL_MS / 1000))
     before = main_thread_seconds(cdp)
     result: dict[str, Any] = page.evaluate(
@@ -297,7 +323,7 @@ def stream_case(page: Any, cdp: Any, text: str, *, rate_kb: float, max_lag: floa
     return result
 
 
-def bench_run_view(
+def bench_stream(
     static: Path, shapes: list[str], sizes_kb: list[int], *, rate_kb: float, max_lag: float
 ) -> list[list[Any]]:
     rows = []
@@ -330,7 +356,7 @@ def bench_run_view(
     return rows
 
 
-RUN_VIEW_COLUMNS = [
+STREAM_COLUMNS = [
     "shape",
     "size KB",
     "streamed KB",
@@ -347,27 +373,294 @@ RUN_VIEW_COLUMNS = [
     "DOM nodes",
 ]
 
-# -- the chat (bench/browser_chat.py measures opening a long history) ------------------------------
+# -- section "chat": opening a long history, then one turn ----------------------------------------
+
+ORIGIN = "http://bench.invalid"
+
+CHAT_PAGE = """<!doctype html><html><head><meta charset="utf-8">
+</head>
+<body style="margin:0"><div id="out" style="width:900px;padding:8px"></div>
+<script type="module">
+import { views } from "/runtime.js"; // its stylesheet comes with it
+const chat = views.chat;
+class Model {
+  constructor(values) { this.values = values; this.handlers = new Map(); }
+  get(key) { return this.values[key]; }
+  on(event, fn) {
+    if (!this.handlers.has(event)) this.handlers.set(event, []);
+    this.handlers.get(event).push(fn);
+  }
+  off(event, fn) {
+    const list = this.handlers.get(event) || [];
+    if (list.includes(fn)) list.splice(list.indexOf(fn), 1);
+  }
+  send() {}
+  emit(event, ...args) { for (const fn of [...(this.handlers.get(event) || [])]) fn(...args); }
+  write(key, value) { this.values[key] = value; this.emit(`change:${key}`); }
+}
+window.longTasks = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) window.longTasks.push([e.startTime, e.duration]);
+}).observe({ type: "longtask", buffered: true });
+const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+window.openChat = async () => {
+  const data = await (await fetch("/data.json")).json();
+  window.turn = data.turn;
+  window.model = new Model(data.initial);
+  // Warm-up (not measured): the first render compiles the bundle's code paths once per page.
+  const spare = document.createElement("div");
+  document.body.append(spare);
+  chat.render({ model: new Model(data.warmup), el: spare });
+  await frame();
+  spare.remove();
+  const t0 = performance.now();
+  window.since = t0; // entries arrive late: the warm-up's own are told apart by their start
+  chat.render({ model: window.model, el: document.getElementById("out") });
+  await frame();
+  return performance.now() - t0;
+};
+window.replayTurn = () => {
+  // Redraws wait for an animation frame; here each step runs its frame at once, so the time
+  // measured is the work itself, not the wait for the next frame.
+  const real = window.requestAnimationFrame;
+  let queue = [];
+  window.requestAnimationFrame = (fn) => { queue.push(fn); return queue.length; };
+  let total = 0, worst = 0;
+  try {
+    for (const step of window.turn) {
+      const t0 = performance.now();
+      if (step[0] === "msg") window.model.emit("msg:custom", JSON.parse(step[1]), []);
+      else window.model.write(step[1], JSON.parse(step[2]));
+      while (queue.length) { const q = queue; queue = []; for (const fn of q) fn(performance.now()); }
+      document.getElementById("out").getBoundingClientRect();
+      document.body.offsetHeight;
+      const spent = performance.now() - t0;
+      total += spent; worst = Math.max(worst, spent);
+    }
+  } finally { window.requestAnimationFrame = real; }
+  return { total, worst };
+};
+window.takeLongTasks = () => {
+  const mine = window.longTasks
+    .filter(([start, d]) => start + d > window.since)
+    .map(([start, d]) => [Math.round(start - window.since), d]);
+  window.longTasks = [];
+  window.since = performance.now();
+  return mine;
+};
+window.counts = () => ({
+  nodes: document.getElementsByTagName("*").length,
+  blocks: document.querySelectorAll(".ipyagent-block").length,
+});
+window.scrollTop = () => {
+  const el = document.querySelector(".ipyagent-blocks");
+  el.scrollTop = 0;
+  el.dispatchEvent(new Event("scroll"));
+};
+window.pageReady = true;
+</script></body></html>"""
+
+
+def conversation(count: int) -> list[Any]:
+    """``count`` saved messages shaped like an agent's: questions, markdown answers (some with
+    code), and every fourth exchange a tool call with its result."""
+    from ipyagent.agentlib.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+
+    messages: list[Any] = []
+    i = 0
+    while len(messages) < count:
+        messages.append(Message.user(f"Question {i}: how do I load `data_{i}.csv` and plot column {i}?"))
+        if i % 4 == 3 and len(messages) + 2 < count:
+            call = ToolCallBlock.from_raw(
+                id=f"call_{i}", name="run_python", raw_arguments=json.dumps({"code": f"df{i}.describe()"})
+            )
+            messages.append(Message(role="assistant", content=(call,)))
+            result = ToolResultBlock(tool_call_id=call.id, name=call.name, content=f"count {i}\nmean 4.2")
+            messages.append(Message(role="user", content=(result,)))
+        code = f"\n\n```python\nimport pandas as pd\ndf = pd.read_csv('data_{i}.csv')\ndf[{i}].plot()\n```"
+        answer = (
+            f"Read it with **pandas**, then plot column `{i}`. The file has a header row, so "
+            f"`read_csv` picks the names up; see [the docs](https://pandas.pydata.org)."
+            + (code if i % 2 == 0 else "\n\n- one\n- two\n- three")
+        )
+        messages.append(Message(role="assistant", content=(TextBlock(text=answer),)))
+        i += 1
+    return messages[:count]
+
+
+def kernel_side(count: int) -> dict[str, Any]:
+    """What the kernel sends: the traits at creation, then one turn's messages and writes."""
+    from ipyagent.agentlib.agent import Agent
+    from ipyagent.testing import ScriptedModel
+    from ipyagent.widgets import ChatWidget
+
+    reply = "Here is the plot. " * 12 + "\n\n```python\ndf.plot()\n```\n\nDone."
+    model = ScriptedModel([reply], chunk_size=24, delay=0.01)
+    agent = Agent(model=model, messages=conversation(count))
+    widget = ChatWidget(agent)
+    synced = [name for name in widget.keys if name in ("state", "history", "models")]
+    initial = {name: copy.deepcopy(getattr(widget, name)) for name in synced}
+    steps: list[list[Any]] = []
+
+    # Sent as JSON text: the page parses each one inside the timed step, as the widget manager
+    # must parse every comm message (a trait rewritten whole costs its whole size again).
+    def send(content: Any, buffers: Any = None) -> None:
+        steps.append(["msg", json.dumps(content)])
+
+    widget.send = widget.throttle._send = send  # type: ignore[method-assign]
+    widget.observe(
+        lambda change: steps.append(["trait", change["name"], json.dumps(change["new"])]),
+        names=[name for name in synced if name != "models"],
+    )
+    widget.submit("And the mean?")
+    widget.wait(60)
+    widget.close()
+    return {"initial": initial, "turn": steps}
+
+
+def warmup() -> dict[str, Any]:
+    from ipyagent.agentlib.agent import Agent
+    from ipyagent.testing import ScriptedModel
+    from ipyagent.widgets import ChatWidget
+
+    widget = ChatWidget(Agent(model=ScriptedModel(["ok"]), messages=conversation(8)))
+    names = [name for name in widget.keys if name in ("state", "history")]
+    values = {name: copy.deepcopy(getattr(widget, name)) for name in names}
+    widget.close()
+    return values
+
+
+def chat_case(browser: Any, static: Path, count: int, settle: float) -> dict[str, Any]:
+    data = json.dumps({**kernel_side(count), "warmup": warmup()})
+    files = {
+        "/": ("text/html", CHAT_PAGE),
+        "/runtime.js": ("text/javascript", (static / "runtime.js").read_text()),
+        "/data.json": ("application/json", data),
+    }
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    page = context.new_page()
+
+    def serve(route: Any) -> None:
+        path = route.request.url[len(ORIGIN) :] or "/"
+        kind, body = files[path]
+        route.fulfill(status=200, content_type=kind, body=body)
+
+    page.route(f"{ORIGIN}/**", serve)
+    page.goto(f"{ORIGIN}/")
+    page.wait_for_function("() => window.pageReady === true")
+    open_ms = page.evaluate("() => window.openChat()")
+    page.wait_for_timeout(settle * 1000)
+    open_tasks = page.evaluate("() => window.takeLongTasks()")
+    counts = page.evaluate("() => window.counts()")
+    for _ in range(5):
+        page.evaluate("() => window.scrollTop()")
+        page.wait_for_timeout(300)
+    scroll_tasks = page.evaluate("() => window.takeLongTasks()")
+    after_scroll = page.evaluate("() => window.counts()")
+    turn = page.evaluate("() => window.replayTurn()")
+    context.close()
+    return {
+        "messages": count,
+        "data_kb": round(len(data) / 1024),
+        "open_ms": round(open_ms, 1),
+        "longest_task_ms": max(d for _, d in open_tasks) if open_tasks else None,
+        "open_long_tasks": open_tasks,
+        "dom_nodes": counts["nodes"],
+        "blocks_shown": counts["blocks"],
+        "scroll_longest_task_ms": max(d for _, d in scroll_tasks) if scroll_tasks else None,
+        "scroll_long_tasks": scroll_tasks,
+        "blocks_after_scroll": after_scroll["blocks"],
+        "turn_ms": round(turn["total"], 1),
+        "turn_max_step_ms": round(turn["worst"], 1),
+        "turn_steps": len(json.loads(data)["turn"]),
+    }
+
+
+def bench_chat(static: Path, counts: list[int], *, settle: float, repeat: int) -> tuple[list[Any], list[Any]]:
+    from playwright.sync_api import sync_playwright
+
+    runs = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            for count in counts:
+                for _ in range(repeat):
+                    runs.append(chat_case(browser, static, count, settle))
+                    print(runs[-1], flush=True)
+        finally:
+            browser.close()
+    table = []
+    for count in counts:
+        mine = [run for run in runs if run["messages"] == count]
+        table.append([_median([run[k] for run in mine]) for k in CHAT_KEYS])
+    return table, runs
+
+
+CHAT_COLUMNS = [
+    "messages",
+    "open ms",
+    "longest task ms",
+    "DOM nodes",
+    "blocks shown",
+    "scroll-up task ms",
+    "turn ms",
+    "turn max step ms",
+]
+CHAT_KEYS = [
+    "messages",
+    "open_ms",
+    "longest_task_ms",
+    "dom_nodes",
+    "blocks_shown",
+    "scroll_longest_task_ms",
+    "turn_ms",
+    "turn_max_step_ms",
+]
+
+
+def _median(values: list[Any]) -> Any:
+    """The median, counting "no long task" (None) as 0 ms; "-" when most runs had none."""
+    numbers = sorted(0 if v is None else v for v in values)
+    middle = numbers[len(numbers) // 2]
+    return "-" if middle == 0 and None in values else middle
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="10,100,1000", help="KB, comma-separated")
-    parser.add_argument("--shapes", default=",".join(SHAPES))
-    parser.add_argument("--rate", type=float, default=20.0, help="KB/s streamed (default 20)")
-    parser.add_argument("--max-lag", type=float, default=10.0, help="seconds behind before a case stops")
-    parser.add_argument("--static", type=Path, default=STATIC, help="folder with runtime.js")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("section", nargs="?", choices=["stream", "chat", "all"], default="all")
+    parser.add_argument("--sizes", default="10,100,1000", help="stream: KB, comma-separated")
+    parser.add_argument("--shapes", default=",".join(SHAPES), help="stream: shapes, comma-separated")
+    parser.add_argument("--rate", type=float, default=4.0, help="stream: KB/s streamed (default 4)")
+    parser.add_argument("--max-lag", type=float, default=10.0, help="stream: seconds behind to stop at")
+    parser.add_argument("--messages", default="100,2000,10000", help="chat: history sizes, comma-separated")
+    parser.add_argument("--settle", type=float, default=3.0, help="chat: seconds to watch after the open")
+    parser.add_argument("--repeat", type=int, default=3, help="chat: runs per size (the table shows medians)")
+    parser.add_argument("--static", type=Path, default=STATIC, help="folder with the runtime.js to measure")
     parser.add_argument("--name", default="browser", help="results file name (bench/results/NAME.json)")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    shapes = args.shapes.split(",")
-    rows = bench_run_view(args.static, shapes, sizes, rate_kb=args.rate, max_lag=args.max_lag)
-    report(
-        args.name,
-        RUN_VIEW_COLUMNS,
-        rows,
-        {"rate_kb_s": args.rate, "interval_ms": INTERVAL_MS, "static": str(args.static), "driver": "page"},
-    )
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"{CHROMIUM} is missing: apt-get install chromium (see tests/browser/conftest.py)")
+    sections = []
+    extra: dict[str, Any] = {"static": str(args.static), "driven": "bundled views, no kernel"}
+    if args.section in ("stream", "all"):
+        rows = bench_stream(
+            args.static,
+            args.shapes.split(","),
+            [int(s) for s in args.sizes.split(",")],
+            rate_kb=args.rate,
+            max_lag=args.max_lag,
+        )
+        sections.append(("stream", STREAM_COLUMNS, rows))
+        extra.update(rate_kb_s=args.rate, interval_ms=INTERVAL_MS)
+    if args.section in ("chat", "all"):
+        table, runs = bench_chat(
+            args.static, [int(s) for s in args.messages.split(",")], settle=args.settle, repeat=args.repeat
+        )
+        sections.append(("chat", CHAT_COLUMNS, table))
+        extra["chat_runs"] = runs
+    report_sections(args.name, sections, extra)
 
 
 if __name__ == "__main__":

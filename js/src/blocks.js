@@ -5,7 +5,8 @@
 // answers).
 
 import { controlledDetails, formatDuration, h, setData, setText, truncate } from "./dom.js";
-import { StreamingMarkdown, highlightHtml, markdownFragment, sanitizedFragment } from "./markdown.js";
+import { StreamingMarkdown } from "./dom_sink.js";
+import { highlightHtml, markdownFragment, sanitizedFragment } from "./markdown.js";
 
 /** The longest tool result shown in full; beyond this the view offers the rest on demand. */
 const RESULT_PREVIEW_CHARS = 20_000;
@@ -42,9 +43,9 @@ function textBlock() {
   const el = h("div", { class: "ipyagent-text" }, body);
   return {
     el,
-    update(b) {
+    update(b, appended) {
       setData(el, "streaming", b.streaming ? "true" : null);
-      md.update(b.text, b.streaming);
+      md.update(b.text, b.streaming, appended?.get("text"));
     },
   };
 }
@@ -57,12 +58,12 @@ function thinkingBlock() {
   const setOpen = controlledDetails(el);
   return {
     el,
-    update(b) {
+    update(b, appended) {
       setData(el, "streaming", b.streaming ? "true" : null);
       const took = formatDuration(b.duration);
       setText(label, b.streaming ? "Thinking…" : took ? `Thought for ${took}` : "Thought");
       setOpen(Boolean(b.streaming));
-      md.update(b.text, b.streaming);
+      md.update(b.text, b.streaming, appended?.get("text"));
     },
   };
 }

@@ -165,7 +165,9 @@ export class AgentView {
       this.settlePending(changes, state);
       const stick = this.options.scroll && isNearBottom(this.blocksEl);
       if (changes.structure) this.reconcile(changes.blocks);
-      for (const id of new Set([...changes.blocks, ...this.dirty])) this.updateBlock(id);
+      for (const id of new Set([...changes.blocks, ...this.dirty])) {
+        this.updateBlock(id, changes.appended.get(id));
+      }
       this.dirty.clear();
       this.renderRoot(state);
       this.footer.update(state);
@@ -188,12 +190,14 @@ export class AgentView {
     return view.el;
   }
 
-  updateBlock(id) {
+  /** Redraw a block; `appended` (field -> pieces) is what `append` patches added to it since its
+   * last redraw, when that is all that changed in those fields. */
+  updateBlock(id, appended) {
     const block = this.store.block(id);
     const view = this.views.get(id);
     if (!block || !view) return;
     try {
-      view.update(block);
+      view.update(block, appended);
     } catch (err) {
       // One malformed block must not stop the rest of the transcript from rendering.
       console.error("[ipyagent] could not render block", block, err);

@@ -1,7 +1,8 @@
 // Markdown, sanitizing and highlighting. Model output is untrusted HTML: everything that becomes
 // markup goes through DOMPurify and comes back as a DocumentFragment, so no caller ever assigns
-// innerHTML. Streaming text is rendered in stable chunks so a long answer is parsed once, not
-// once per frame.
+// innerHTML. The pieces streaming needs (a list item, a paragraph's inline HTML, a stretch of
+// highlighted code) are rendered here too, by the same marked instance, so they join into
+// exactly what rendering the whole text gives (stream.js, dom_sink.js).
 
 import DOMPurify from "dompurify";
 import hljs from "highlight.js/lib/core";
@@ -10,7 +11,7 @@ import json from "highlight.js/lib/languages/json";
 import python from "highlight.js/lib/languages/python";
 import sql from "highlight.js/lib/languages/sql";
 import { Marked } from "marked";
-import { MarkdownStream } from "./stream.js";
+import { splitBlocks } from "./parts.js";
 
 hljs.registerLanguage("python", python);
 hljs.registerLanguage("json", json);
@@ -72,6 +73,9 @@ let hooksInstalled = false;
 function installHooks() {
   if (hooksInstalled || !DOMPurify.isSupported) return;
   hooksInstalled = true;
+  // Once, not per call: a streaming view sanitizes many small pieces, and parsing the options
+  // again for each is a good part of the cost. (This bundle's DOMPurify is its own.)
+  DOMPurify.setConfig(PURIFY_OPTIONS);
   DOMPurify.addHook("afterSanitizeAttributes", (node) => {
     if (node.tagName === "A" && node.hasAttribute("href")) {
       node.setAttribute("target", "_blank");
@@ -100,12 +104,12 @@ function blockImage(img, src) {
 /** A sanitized DocumentFragment for untrusted HTML. */
 export function sanitizedFragment(html) {
   installHooks();
-  return DOMPurify.sanitize(String(html), PURIFY_OPTIONS);
+  return DOMPurify.sanitize(String(html));
 }
 
-/** A sanitized DocumentFragment for markdown source. */
+/** A sanitized DocumentFragment for markdown source, its big blocks in parts (parts.js). */
 export function markdownFragment(src) {
-  return sanitizedFragment(marked.parse(String(src)));
+  return splitBlocks(sanitizedFragment(marked.parse(String(src))));
 }
 
 /** marked's HTML for markdown source (not sanitized: see markdownFragment). */
@@ -148,131 +152,95 @@ export function highlightSegment(code, lang) {
   return { html: escapeHtml(code), clean: true };
 }
 
-/** Highlighted HTML a streaming code block gathers in one part before it starts another. */
-const CODE_PART = 8192;
-
-/** Applies a MarkdownStream's output to an element: finished HTML goes in place, sanitized, once.
- * An open paragraph or list lives in a tail element that goes when the text is complete; an open
- * code block or table is built where it will stay (moving it at the end would lay it all out
- * again). The browser's work per frame follows what changed: a code block grows by parts that
- * are blocks of their own (each lays out on its own), unwrapped once when the block closes. */
-class DomSink {
-  constructor(el) {
-    this.el = el;
-  }
-
-  reset() {
-    this.el.replaceChildren();
-    this.tail = null;
-  }
-
-  #tail() {
-    if (!this.tail) {
-      this.tail = this.el.ownerDocument.createElement("div");
-      this.tail.className = "ipyagent-md-tail";
-      this.el.append(this.tail);
-    }
-    return this.tail;
-  }
-
-  #settle(nodes) {
-    if (this.tail) this.tail.before(...nodes);
-    else this.el.append(...nodes);
-    this.tail?.replaceChildren();
-  }
-
-  freeze(html) {
-    this.#settle([sanitizedFragment(html)]);
-  }
-
-  live(html) {
-    this.#tail().replaceChildren(sanitizedFragment(html));
-  }
-
-  liveText(text) {
-    let at = this.#tail();
-    while (at.lastElementChild && /^(P|LI|UL|OL|BLOCKQUOTE)$/.test(at.lastElementChild.tagName)) {
-      at = at.lastElementChild;
-    }
-    at.append(text);
-  }
-
-  codeOpen(shellHtml) {
-    const frag = sanitizedFragment(shellHtml);
-    this.code = frag.querySelector("code");
-    this.part = null;
-    this.partSize = 0;
-    this.pending = this.el.ownerDocument.createElement("span");
-    this.partial = this.el.ownerDocument.createTextNode("");
-    this.pending.append(this.partial);
-    this.code.append(this.pending);
-    this.#settle([frag]);
-  }
-
-  codePending(text) {
-    this.partial.before(text);
-  }
-
-  codeHtml(html, rest) {
-    if (!this.part || this.partSize > CODE_PART) {
-      this.part = this.el.ownerDocument.createElement("span");
-      this.part.className = "ipyagent-code-part";
-      this.pending.before(this.part);
-      this.partSize = 0;
-    }
-    this.part.append(sanitizedFragment(html));
-    this.partSize += html.length;
-    this.pending.replaceChildren(rest, this.partial);
-  }
-
-  codePartial(text) {
-    if (this.partial.data !== text) this.partial.data = text;
-  }
-
-  codeClose(html) {
-    this.pending.replaceWith(sanitizedFragment(html));
-    for (const part of this.code.querySelectorAll(":scope > .ipyagent-code-part")) {
-      part.replaceWith(...part.childNodes);
-    }
-    this.code = this.part = this.pending = this.partial = null;
-  }
-
-  tableOpen(html) {
-    const frag = sanitizedFragment(html);
-    this.table = frag.querySelector("table");
-    this.tbody = null;
-    this.#settle([frag]);
-  }
-
-  tableRow(html) {
-    if (!this.tbody) {
-      this.tbody = this.el.ownerDocument.createElement("tbody");
-      this.table.append(this.tbody);
-    }
-    const rows = sanitizedFragment(`<table><tbody>${html}</tbody></table>`).querySelector("tbody");
-    this.tbody.append(...rows.childNodes);
-  }
-
-  tableClose() {
-    this.table = this.tbody = null;
-  }
-
-  done() {
-    this.tail?.remove();
-    this.tail = null;
-  }
+/** marked's inline HTML for a paragraph's text (or a piece of it). */
+export function inlineHtml(src) {
+  return marked.parseInline(String(src));
 }
 
 /**
- * Renders a growing markdown text into `el`, in time proportional to what arrives (stream.js);
- * when streaming ends the element holds exactly what rendering the whole text at once gives.
+ * What the inline markup of `src` (a piece of a paragraph that ends with a space) leaves open for
+ * text after it, and what in it might close something left open before it. marked matches an
+ * emphasis, code span or link opener with what follows it, so a piece can be rendered on its own
+ * only if nothing across its ends would match:
+ *   blocked: an HTML element left open, or text that may become a tag (never cut after it);
+ *   opens:   delimiters left unmatched that text after may still close ("*", "_", "~", "`", "[");
+ *   lastOpen: where the last of those is in `src` (-1: none);
+ *   closes:  delimiters that may close one left open before ("*", "_", "~", "`", "]").
+ * Conservative: a run that cannot open or close by CommonMark's rules may count too.
  */
-export class StreamingMarkdown {
-  constructor(el) {
-    this.stream = new MarkdownStream(new DomSink(el));
+export function inlineScan(src) {
+  const scan = { blocked: false, opens: "", lastOpen: -1, closes: "" };
+  const add = (key, chars) => {
+    for (const c of chars) if (!scan[key].includes(c)) scan[key] += c;
+  };
+  const open = (c, at) => {
+    add("opens", c);
+    scan.lastOpen = Math.max(scan.lastOpen, at);
+  };
+  const tags = []; // HTML elements open at this point
+  let offset = 0;
+  for (const token of marked.Lexer.lexInline(String(src), marked.defaults)) {
+    const raw = token.raw;
+    const at = offset;
+    offset += raw.length;
+    if (token.type === "html") {
+      const m = /^<(\/?)([A-Za-z][\w-]*)[^>]*?(\/?)>$/.exec(raw);
+      if (!m) continue; // a comment, a processing instruction: complete in itself
+      const name = m[2].toLowerCase();
+      if (m[1]) {
+        if (tags.at(-1) === name) tags.pop();
+        else scan.blocked = true;
+      } else if (!m[3] && !VOID_TAGS.has(name)) {
+        tags.push(name);
+      }
+    }
+    if (token.type === "text" && /<[A-Za-z/!?]/.test(raw)) scan.blocked = true; // may become a tag
+    if (raw.includes("`")) add("closes", "`");
+    if (raw.includes("]")) add("closes", "]");
+    if (token.type !== "text") continue;
+    if (raw.includes("`")) open("`", at + raw.lastIndexOf("`"));
+    if (raw.includes("[")) open("[", at + raw.lastIndexOf("["));
+    for (const m of raw.matchAll(/[*_~]+/g)) {
+      const before = raw[m.index - 1] ?? "";
+      const after = raw[m.index + m[0].length] ?? "x"; // the token's end: may be followed by text
+      const c = m[0][0];
+      if (/\S/.test(after) && !(c === "_" && /[\p{L}\p{N}]/u.test(before))) open(c, at + m.index);
+      if (before === "" || /\S/.test(before)) add("closes", c);
+    }
   }
+  if (tags.length) scan.blocked = true;
+  return scan;
+}
 
-  update(text, streaming) {
-    this.stream.update(text, streaming);
+const VOID_TAGS = new Set("area base br col embed hr img input link meta source track wbr".split(" "));
+
+/** The `<ul>`/`<ol>` around a list's items, empty: its attributes come from the list token. */
+export function listShellHtml(list) {
+  const html = marked.parser([{ ...list, items: [] }]);
+  return html;
+}
+
+/** One item of a list (a list_item token), as `<li>…</li>\n`; `loose` as the whole list is. */
+export function listItemHtml(list, item, loose) {
+  const html = marked.parser([{ ...list, loose, items: [loose ? loosen(item) : item] }]);
+  return html.slice(html.indexOf("\n") + 1, html.lastIndexOf("</"));
+}
+
+/** A tight list's item as marked's lexer makes it in a loose list: its text in paragraphs, a task's
+ * checkbox inside the first one. */
+function loosen(item) {
+  let tokens = item.tokens;
+  if (item.loose) return item;
+  if (tokens[0]?.type === "checkbox") {
+    const [box, next, ...rest] = tokens;
+    const first =
+      next && ["paragraph", "text"].includes(next.type) && next.tokens
+        ? { ...next, raw: box.raw + next.raw, text: box.raw + next.text, tokens: [box, ...next.tokens] }
+        : null;
+    tokens = first
+      ? [first, ...rest]
+      : [{ type: "paragraph", raw: box.raw, text: box.raw, tokens: [box] }, ...tokens.slice(1)];
   }
+  tokens = tokens.map((t) => (t.type === "text" ? { ...t, type: "paragraph" } : t));
+  return { ...item, loose: true, tokens };
 }

@@ -5,9 +5,12 @@
 /** Top-level fields a `top` patch may not touch: they belong to the patch machinery itself. */
 const RESERVED_TOP = new Set(["seq", "blocks"]);
 
-/** A fresh record of what a batch of patches changed (see Store.takeChanges). */
+/** A fresh record of what a batch of patches changed (see Store.takeChanges). `appended` keeps
+ * what `append` patches added, block id -> field -> pieces in order, so that a view can take in
+ * just those (reading a long streamed string whole copies it; see growing_text.js); null for a
+ * block or field given a new value in the batch. */
 export function emptyChanges() {
-  return { blocks: new Set(), structure: false, top: false };
+  return { blocks: new Set(), structure: false, top: false, appended: new Map() };
 }
 
 /** A well-formed private copy of a `state` trait value (the trait object itself is never mutated:
@@ -48,7 +51,10 @@ export class Store {
     this.changes = emptyChanges();
     this.changes.structure = true;
     this.changes.top = true;
-    for (const id of this.index.keys()) this.changes.blocks.add(id);
+    for (const id of this.index.keys()) {
+      this.changes.blocks.add(id);
+      this.changes.appended.set(id, null); // new values: whatever streamed before is not their start
+    }
   }
 
   /** Fold one custom message in. Returns true if it changed anything. */
@@ -118,6 +124,7 @@ export class Store {
     }
     this.index.set(id, copy);
     this.changes.blocks.add(id);
+    this.changes.appended.set(id, null); // a new value, not an extension of the old one
   }
 
   #append(id, field, value) {
@@ -125,7 +132,18 @@ export class Store {
     if (!block || typeof field !== "string" || value == null) return;
     const old = block[field];
     block[field] = (typeof old === "string" ? old : old == null ? "" : String(old)) + String(value);
-    this.changes.blocks.add(String(block.id));
+    const key = String(block.id);
+    this.changes.blocks.add(key);
+    const record = this.#appendedTo(key);
+    if (!record || record.get(field) === null) return; // given a new value in this batch
+    if (!record.has(field)) record.set(field, []);
+    record.get(field).push(String(value));
+  }
+
+  /** The record of appends to block `key` in this batch (null: the block was replaced). */
+  #appendedTo(key) {
+    if (!this.changes.appended.has(key)) this.changes.appended.set(key, new Map());
+    return this.changes.appended.get(key);
   }
 
   #set(id, fields) {
@@ -135,6 +153,8 @@ export class Store {
     if (typeof rest.kind === "string" && rest.kind !== block.kind) this.changes.structure = true;
     Object.assign(block, rest);
     this.changes.blocks.add(String(block.id));
+    const record = this.#appendedTo(String(block.id));
+    for (const field of Object.keys(rest)) record?.set(field, null);
   }
 
   #remove(id) {
@@ -144,6 +164,7 @@ export class Store {
     this.index.delete(String(block.id));
     this.changes.structure = true;
     this.changes.blocks.delete(String(block.id));
+    this.changes.appended.delete(String(block.id));
   }
 
   #top(fields) {

@@ -1,23 +1,23 @@
 // Streaming markdown in time proportional to what arrives. The text is cut into top-level regions
 // at points where the markdown lexer would end a block anyway; a finished region is rendered once
-// and never again. The open region is rendered by kind:
+// and never again. The open region is rendered by kind (one class each):
 //   a fenced code block: the complete lines each update brings are highlighted once, as one
 //     batch, and appended (a batch is kept only when the highlighter ends it outside any string
 //     or comment, so the pieces join into exactly what highlighting the whole block gives); the
 //     rest shows as plain text for now;
 //   a table: each complete row is rendered once; an update's rows are appended together;
-//   anything else (a paragraph, a list): re-rendered only when it has grown by half since the
-//     last time (amortized linear), the newest text shown as plain text in between.
-// DOM-free: it drives a `sink` (markdown.js applies it to the page; the tests build strings), and
+//   a list and a long paragraph: see stream_text.js (item by item; sentence by sentence);
+//   anything else: re-rendered only when it has grown by half since the last time (amortized
+//     linear), the newest text shown as plain text in between.
+// DOM-free: it drives a `sink` (dom_sink.js applies it to the page; the tests build strings), and
 // the HTML it hands out, joined, equals marked's rendering of the whole text.
 
+import { GrowingText } from "./growing_text.js";
 import { codeShellHtml, highlightSegment, lexBlocks, markdownHtml } from "./markdown.js";
+import { ANY_FENCE, LIST_ITEM, ListRegion, PIECE, ParagraphRegion, showGrowing } from "./stream_text.js";
 
-/** Regions up to this size are simply re-rendered on every update. */
-const SMALL = 4096;
 const FENCE_OPEN = /^(`{3,}|~{3,})([^\n]*)$/;
-const ANY_FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
-const LIST_ITEM = /^ {0,3}(?:[*+-]|\d{1,9}[.)])(?:[ \t]|$)/;
+const ATX_HEADING = /^ {0,3}#{1,6}(?:[ \t]|$)/;
 const TABLE_DELIM = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
 // Constructs whose meaning reaches across regions (link reference definitions, raw HTML blocks,
 // which may span blank lines): a text with any of them gets one whole render at the end.
@@ -30,116 +30,196 @@ export class MarkdownStream {
   }
 
   reset() {
-    this.text = "";
+    this.text = new GrowingText();
     this.streaming = null;
     this.scan = 0; // start of the first line not yet looked at
-    this.#newRegion(0);
+    this.region = new TextRegion(this, 0);
     this.sink.reset();
   }
 
-  /** Show `text`; `streaming` false means it is complete. */
-  update(text, streaming) {
-    text = String(text ?? "");
+  /** Show `text`; `streaming` false means it is complete. `appended`, if given, are the pieces
+   * appended to the text since the last update: then the text itself is not read. */
+  update(value, streaming, appended) {
     streaming = Boolean(streaming);
-    if (text === this.text && streaming === this.streaming) return;
-    if (!this.streaming || !text.startsWith(this.text)) {
-      this.reset();
-      if (!streaming) {
-        this.sink.freeze(markdownHtml(text));
-        this.text = text;
-        this.streaming = false;
-        return;
+    let more = appended ? appended.join("") : null;
+    const length = value == null ? 0 : (value.length ?? String(value).length);
+    const grown = more !== null && length === this.text.length + more.length;
+    if (!this.streaming || !grown) {
+      // No record of what was appended (or it does not add up): compare the whole text.
+      const whole = String(value ?? "");
+      const old = this.text.toString();
+      if (whole === old && streaming === this.streaming) return undefined;
+      if (!this.streaming || !whole.startsWith(old)) {
+        this.reset();
+        if (!streaming) return this.#whole(whole);
       }
+      more = whole.slice(this.text.length);
+    } else if (!more && streaming === this.streaming) {
+      return undefined;
     }
-    this.text = text;
+    this.text.append(more);
     this.streaming = streaming;
+    const text = this.text;
     let nl;
     while ((nl = text.indexOf("\n", this.scan)) !== -1) {
-      this.#line(text.slice(this.scan, nl), this.scan);
+      const at = this.scan;
       this.scan = nl + 1;
+      this.region.line(text.slice(at, nl), at);
     }
-    // What arrived in this update is highlighted or rendered as one batch, not line by line.
-    if (this.mode === "code") this.#highlightPending();
-    if (this.mode === "table") this.#flushRows();
-    if (streaming) {
-      this.#showOpen();
-      return;
+    // What arrived in this update is handed over as one batch, not line by line.
+    this.region.flush();
+    if (streaming) return this.region.show();
+    if (NON_LOCAL.test(text.toString())) return this.#whole(text.toString());
+    // The unfinished last line is the text's last line.
+    const partial = text.slice(this.scan);
+    if (partial && !(this.region instanceof CodeRegion)) {
+      const at = this.scan;
+      this.scan = text.length;
+      this.region.line(partial, at);
+      this.region.flush();
     }
-    if (NON_LOCAL.test(text)) {
-      this.reset();
-      this.sink.freeze(markdownHtml(text));
-      this.text = text;
-      this.streaming = false;
-      return;
-    }
-    this.#finish();
+    this.region.close(text.length);
+    this.sink.done();
+    return undefined;
   }
 
-  #newRegion(start) {
+  #whole(text) {
+    this.reset();
+    this.sink.freeze(markdownHtml(text));
+    this.text = new GrowingText(text);
+    this.streaming = false;
+  }
+
+  /** Close the open region at `end` (its rendering is final) and open a text region there. */
+  cut(end) {
+    this.region.close(end);
+    this.region = new TextRegion(this, end);
+  }
+
+  /** The open region turned out not to be what its kind assumed (a paragraph underlined into a
+   * heading, say): drop what it showed and render it as text from `start`, the lines up to `end`
+   * read again. Rare, and once per region. */
+  fallback(start, end) {
+    this.sink.drop();
+    this.region = new TextRegion(this, start, { plain: true });
+    let at = start;
+    let nl;
+    while (at < end && (nl = this.text.indexOf("\n", at)) !== -1 && nl < end) {
+      this.region.line(this.text.slice(at, nl), at);
+      at = nl + 1;
+    }
+  }
+}
+
+/** Paragraphs, headings, quotes and whatever else: rendered whole, amortized. A list or a long
+ * paragraph at its start hands the region over to the classes of stream_text.js. */
+class TextRegion {
+  constructor(stream, start, { plain = false } = {}) {
+    this.s = stream;
     this.start = start;
-    this.mode = "text";
+    this.plain = plain; // never hand over to a list or paragraph region (a fallback)
     this.lines = 0; // complete lines in the region
     this.fence = null; // inside a fence that does not start a code region (indented, in a list)
     this.prevBlank = false;
     this.hasList = false;
     this.firstLine = null;
-    this.shownLen = 0; // the region's length when last rendered (text mode)
-    this.shownTo = start; // text up to here is on screen (text mode)
-    this.live = false;
+    this.heading = false; // the first line is an ATX heading: a block of its own
+    this.lastLine = null; // start of the last complete line
+    this.shown = { len: 0, to: start }; // for showGrowing
+    this.paraAt = 2 * PIECE; // size at which to check again whether the region is one paragraph
   }
 
-  /** Close the open region at `end` (its rendering is final) and open a new one there. */
-  #cut(end) {
-    if (this.mode === "code") this.#closeCode(null);
-    else if (this.mode === "table") this.#closeTable();
-    else if (this.text.slice(this.start, end).trim()) this.sink.freeze(markdownHtml(this.text.slice(this.start, end)));
-    else this.sink.live("");
-    this.#newRegion(end);
-  }
-
-  #line(line, at) {
-    if (this.mode === "code") return this.#codeLine(line, at);
-    if (this.mode === "table") return this.#tableLine(line, at);
+  line(line, at) {
+    const s = this.s;
     const blank = line.trim() === "";
     if (this.fence) {
       const m = ANY_FENCE.exec(line);
-      if (m && m[1][0] === this.fence[0] && m[1].length >= this.fence.length && !m[2].trim()) this.fence = null;
+      const closes = m && m[1][0] === this.fence[0] && m[1].length >= this.fence.length && !m[2].trim();
+      if (closes) this.fence = null;
       this.lines++;
-      return undefined;
+      return;
     }
     const open = FENCE_OPEN.exec(line);
     if (open && !(open[1][0] === "`" && open[2].includes("`"))) {
-      if (this.lines) this.#cut(at);
-      return this.#openCode(line, open[1]);
+      if (this.lines) s.cut(at);
+      s.region = new CodeRegion(s, line, open[1]);
+      return;
     }
     const fence = ANY_FENCE.exec(line);
     if (fence && !(fence[1][0] === "`" && fence[2].includes("`"))) this.fence = fence[1];
     const item = LIST_ITEM.test(line);
-    if (this.prevBlank && !blank && !/^\s/.test(line) && (!item || !this.hasList) && !this.fence) {
-      this.#cut(at);
+    const flush = !/^\s/.test(line);
+    if (this.heading || (this.prevBlank && !blank && flush && (!item || !this.hasList) && !this.fence)) {
+      s.cut(at);
+      s.region.line(line, at);
+      return;
     }
-    if (item && !/^\s/.test(line)) this.hasList = true;
+    if (item && flush && !this.fence && !this.plain && !this.hasList && this.#listStarts(line, at)) return;
+    if (item && flush) this.hasList = true;
     if (this.lines === 1 && TABLE_DELIM.test(line) && this.firstLine.includes("|")) {
       const tokens = lexBlocks(`${this.firstLine}\n${line}\n`);
-      if (tokens.length === 1 && tokens[0].type === "table") return this.#openTable(tokens[0], line);
+      if (tokens.length === 1 && tokens[0].type === "table") {
+        s.region = new TableRegion(s, this.start, this.firstLine, line);
+        return;
+      }
     }
-    if (this.lines === 0) this.firstLine = line;
+    if (this.lines === 0) {
+      this.firstLine = line;
+      this.heading = ATX_HEADING.test(line);
+    }
     this.prevBlank = blank;
+    this.lastLine = at;
     this.lines++;
-    return undefined;
   }
 
-  // -- code ---------------------------------------------------------------------------------------
+  /** Whether `line` starts a list here (then the region before it ends and a list region opens). */
+  #listStarts(line, at) {
+    const s = this.s;
+    const tokens = lexBlocks(`${s.text.slice(this.start, at)}${line}\n`);
+    const last = tokens.at(-1);
+    if (last?.type !== "list" || last.raw.trimEnd() !== line.trimEnd()) return false;
+    if (this.lines) s.cut(at);
+    s.region = new ListRegion(s, at, line, last);
+    return true;
+  }
 
-  #openCode(line, marker) {
-    this.mode = "code";
+  flush() {}
+
+  show() {
+    const s = this.s;
+    const len = s.text.length - this.start;
+    if (!this.plain && len >= this.paraAt && !this.fence) {
+      this.paraAt = len * 2;
+      const src = s.text.slice(this.start);
+      const tokens = lexBlocks(src);
+      if (tokens.length === 1 && tokens[0].type === "paragraph") {
+        const start = this.start + /^(?:[ \t]*\n)*/.exec(src)[0].length; // after blank lines
+        s.region = new ParagraphRegion(s, start, this.lastLine >= start ? this.lastLine : null);
+        s.region.show();
+        return;
+      }
+    }
+    showGrowing(s, this.start, this.shown, (src) => markdownHtml(src));
+  }
+
+  close(end) {
+    const src = this.s.text.slice(this.start, end);
+    if (src.trim()) this.s.sink.freeze(markdownHtml(src));
+    else this.s.sink.live("");
+  }
+}
+
+/** A fenced code block, highlighted an update's complete lines at a time. */
+class CodeRegion {
+  constructor(stream, line, marker) {
+    this.s = stream;
     this.marker = marker;
     const lang = lexBlocks(line)[0]?.lang ?? "";
     this.lang = String(lang).trim().split(/\s+/)[0];
     this.pending = []; // complete content lines not highlighted yet
     this.pendingChars = 0;
     this.retryAt = 0; // pending size at which to try highlighting again after a failed try
-    this.sink.codeOpen(codeShellHtml(this.lang));
+    stream.sink.codeOpen(codeShellHtml(this.lang));
   }
 
   #isCloser(line) {
@@ -147,18 +227,18 @@ export class MarkdownStream {
     return Boolean(m && m[1][0] === this.marker[0] && m[1].length >= this.marker.length);
   }
 
-  #codeLine(line, at) {
+  line(line, at) {
     if (this.#isCloser(line)) {
-      this.#closeCode(null);
-      this.#newRegion(at + line.length + 1);
+      this.#end(null);
+      this.s.region = new TextRegion(this.s, at + line.length + 1);
       return;
     }
     this.pending.push(line);
     this.pendingChars += line.length + 1;
-    this.sink.codePending(`${line}\n`);
+    this.s.sink.codePending(`${line}\n`);
   }
 
-  #highlightPending() {
+  flush() {
     // Every pending line but the last is followed by another line of the block: its newline
     // belongs to the code. Highlight those as one batch.
     if (this.pending.length < 2 || this.pendingChars < this.retryAt) return;
@@ -172,76 +252,58 @@ export class MarkdownStream {
     this.pending = [last];
     this.pendingChars = last.length + 1;
     this.retryAt = 0;
-    this.sink.codeHtml(html, `${last}\n`);
+    this.s.sink.codeHtml(html, `${last}\n`);
   }
 
-  /** The block ends (a closing fence, or the end of the text with `partial` as its last line). */
-  #closeCode(partial) {
+  show() {
+    const partial = this.s.text.slice(this.s.scan);
+    this.s.sink.codePartial(this.#isCloser(partial) ? "" : partial);
+  }
+
+  /** The text ends inside the block: its last line is the unfinished one. */
+  close() {
+    const partial = this.s.text.slice(this.s.scan);
+    this.#end(this.#isCloser(partial) ? null : partial);
+  }
+
+  #end(partial) {
     const lines = partial ? [...this.pending, partial] : this.pending;
     const { html } = highlightSegment(lines.join("\n"), this.lang);
-    this.sink.codeClose(html);
+    this.s.sink.codeClose(html);
+    this.pending = [];
   }
+}
 
-  // -- tables -------------------------------------------------------------------------------------
-
-  #openTable(token, delim) {
-    this.mode = "table";
-    this.header = `${this.firstLine}\n${delim}\n`;
+/** A table, rendered a row at a time. */
+class TableRegion {
+  constructor(stream, start, header, delim) {
+    this.s = stream;
+    this.start = start;
+    this.header = `${header}\n${delim}\n`;
     this.rows = ""; // rendered rows not handed to the sink yet
-    this.sink.tableOpen(markdownHtml(this.header));
+    stream.sink.tableOpen(markdownHtml(this.header));
   }
 
-  #tableLine(line, at) {
+  line(line, at) {
     const tokens = line.trim() ? lexBlocks(`${this.header}${line}\n`) : [];
     if (tokens.length === 1 && tokens[0].type === "table" && tokens[0].rows.length === 1) {
       const html = markdownHtml(`${this.header}${line}\n`);
       this.rows += html.slice(html.indexOf("<tbody>") + 7, html.lastIndexOf("</tbody>"));
       return;
     }
-    this.#cut(at);
-    this.#line(line, at);
+    this.s.cut(at);
+    this.s.region.line(line, at);
   }
 
-  #flushRows() {
-    if (this.rows) this.sink.tableRow(this.rows);
+  flush() {
+    if (this.rows) this.s.sink.tableRow(this.rows);
     this.rows = "";
   }
 
-  #closeTable() {
-    this.#flushRows();
-    this.sink.tableClose();
-  }
+  show() {}
 
-  // -- the open region ----------------------------------------------------------------------------
-
-  #showOpen() {
-    const partial = this.text.slice(this.scan);
-    if (this.mode === "code") {
-      this.sink.codePartial(this.#isCloser(partial) ? "" : partial);
-      return;
-    }
-    if (this.mode === "table") return;
-    const len = this.text.length - this.start;
-    if (len <= SMALL || len >= this.shownLen * 1.5) {
-      this.sink.live(markdownHtml(this.text.slice(this.start)));
-      this.shownLen = len;
-    } else if (this.text.length > this.shownTo) {
-      this.sink.liveText(this.text.slice(this.shownTo));
-    }
-    this.shownTo = this.text.length;
-  }
-
-  #finish() {
-    const partial = this.text.slice(this.scan);
-    if (this.mode === "code") {
-      this.#closeCode(this.#isCloser(partial) ? null : partial);
-    } else if (this.mode === "table") {
-      if (partial) this.#tableLine(partial, this.scan);
-      if (this.mode === "table") this.#closeTable();
-      else this.#cut(this.text.length);
-    } else {
-      this.#cut(this.text.length);
-    }
-    this.sink.done();
+  close() {
+    this.flush();
+    this.s.sink.tableClose();
   }
 }

@@ -52,6 +52,41 @@ describe("state", () => {
     assert.equal(changes.top, false);
   });
 
+  test("changes record what append patches added, until the field is set anew", () => {
+    // The view passes these pieces on, so a long streamed text is never read whole per update.
+    const store = new Store(base());
+    store.takeChanges();
+    store.applyMessage(
+      patches(
+        4,
+        { op: "append", id: "t1", field: "text", value: "lo" },
+        { op: "append", id: "t1", field: "text", value: " there" },
+        { op: "set", id: "t1", fields: { streaming: false } },
+      ),
+    );
+    assert.deepEqual(store.takeChanges().appended.get("t1").get("text"), ["lo", " there"]);
+    store.applyMessage(
+      patches(
+        5,
+        { op: "append", id: "t1", field: "text", value: "!" },
+        { op: "set", id: "t1", fields: { text: "replaced" } },
+        { op: "append", id: "u1", field: "text", value: "?" },
+      ),
+    );
+    const changes = store.takeChanges();
+    assert.equal(changes.appended.get("t1").get("text"), null);
+    assert.deepEqual(changes.appended.get("u1").get("text"), ["?"]);
+    store.applyMessage(
+      patches(
+        6,
+        { op: "set", id: "t1", fields: { text: "again" } },
+        { op: "append", id: "t1", field: "text", value: "!" },
+      ),
+    );
+    assert.equal(store.block("t1").text, "again!");
+    assert.equal(store.takeChanges().appended.get("t1").get("text"), null, "not an extension of the old");
+  });
+
   test("append to a missing field starts it from empty", () => {
     const store = new Store(base());
     store.applyMessage(

@@ -16,16 +16,25 @@ class StringSink {
     this.renders = 0; // characters of HTML re-rendered for the open region
   }
   freeze(html) {
+    assert.equal(this.open, null, "a region is frozen while a block is open");
     this.html += html;
-    this.open = null;
   }
   live(html) {
     this.renders += html.length;
   }
   liveText() {}
+  drop() {
+    this.open = null;
+  }
+  #openAt(html, at) {
+    this.open = { head: html.slice(0, at), body: "", foot: html.slice(at) };
+  }
+  #close() {
+    this.html += this.open.head + this.open.body + this.open.foot;
+    this.open = null;
+  }
   codeOpen(shell) {
-    const at = shell.indexOf("</code>");
-    this.open = { head: shell.slice(0, at), body: "", foot: shell.slice(at) };
+    this.#openAt(shell, shell.indexOf("</code>"));
   }
   codePending() {}
   codeHtml(html) {
@@ -33,20 +42,36 @@ class StringSink {
   }
   codePartial() {}
   codeClose(html) {
-    this.html += this.open.head + this.open.body + html + this.open.foot;
-    this.open = null;
+    this.open.body += html;
+    this.#close();
   }
   tableOpen(html) {
-    const at = html.lastIndexOf("</table>");
-    this.open = { head: html.slice(0, at), rows: "", foot: html.slice(at) };
+    this.#openAt(html, html.lastIndexOf("</table>"));
   }
   tableRow(html) {
-    this.open.rows += html;
+    this.open.body += html;
   }
   tableClose() {
-    const { head, rows, foot } = this.open;
-    this.html += head + (rows ? `<tbody>${rows}</tbody>` : "") + foot;
-    this.open = null;
+    if (this.open.body) this.open.body = `<tbody>${this.open.body}</tbody>`;
+    this.#close();
+  }
+  listOpen(shell) {
+    this.#openAt(shell, shell.indexOf("\n") + 1); // replaces an open list: it starts over
+  }
+  listItems(html) {
+    this.open.body += html;
+  }
+  listClose() {
+    this.#close();
+  }
+  paraOpen() {
+    this.#openAt("<p></p>\n", 3);
+  }
+  paraHtml(html) {
+    this.open.body += html;
+  }
+  paraClose() {
+    this.#close();
   }
   done() {
     this.finished = true;
@@ -63,9 +88,25 @@ function rng(seed) {
   };
 }
 
+/** A StringSink that counts the calls it gets (sink.calls.name). */
+function countingSink() {
+  const sink = new StringSink();
+  sink.calls = {};
+  return new Proxy(sink, {
+    get(target, key) {
+      const value = target[key];
+      if (typeof value !== "function") return value;
+      return (...args) => {
+        target.calls[key] = (target.calls[key] ?? 0) + 1;
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
 /** Stream `text` in chunks of the given sizes (cycled), then mark it complete. */
 function streamed(text, sizes) {
-  const sink = new StringSink();
+  const sink = countingSink();
   const stream = new MarkdownStream(sink);
   let at = 0;
   for (let i = 0; at < text.length; i++) {
@@ -112,20 +153,58 @@ const SHAPES = {
   refs: "See [the doc][d] and <b>raw</b>.\n\n[d]: http://example.com\n",
   html: "<div>\n\n*inside*\n\n</div>\n\ntext",
 };
+const SENTENCES = [
+  "A plain sentence with `code_span` and my_var = 5 * 3.",
+  "Emphasis *that runs. Across a sentence end* and **bold. Too**.",
+  "A [link. With a stop](http://x/y) and a <br> tag, then <b>bold. Html</b>!",
+  "Snake_case_words and a_b_ stay plain? Yes.",
+  "~~Struck. Through~~ and `tick. span` end.",
+  "An unclosed *star stays literal for a while.",
+];
+const sentences = (n, sep = " ") =>
+  Array.from({ length: n }, (_, i) => SENTENCES[i % SENTENCES.length]).join(sep);
+Object.assign(SHAPES, {
+  paraThenList: `${sentences(40)}\n- a list *interrupts*\n- it\n\nAfter.`,
+  paraSetext: `${sentences(40)}\nstill the paragraph.\n===\n\nAfter.`,
+  paraTable: `${sentences(40)}\nh1 | h2\n--|--\n| 1 | 2 |\n`,
+  paraHeading: `${sentences(40)}\n# Heading ends it\ntext`,
+  paraLines: `${sentences(60, "\n")}\n\nnext`,
+  listLoose: `${Array.from({ length: 30 }, (_, i) => `- tight ${i}`).join("\n")}\n\n- now loose\n- and more`,
+  listLooseItem: "- a\n- b\n\n  inside b\n- c\n",
+  ordered: "5. five\n6. six\n   - nested\n   - more\n7) other delimiter\n8) eight\n",
+  bullets: "- a\n- b\n* c\n* d\n+ e\n",
+  listLazy: "- a\ncontinued lazily\n- b\n> a quote ends it\n- c\n",
+  listBlocks: "- a\n# heading\n- b\n***\n- c\n<div>x</div>\n\n- d\n<span>y</span>\n- e\n```\ncode\n```\n",
+  tasks: "- [ ] todo\n- [x] done\n\n- [ ] loose\n",
+  itemCode: "- item\n  ```py\n  - not an item\n  ```\n- next\n\n  para in next\n",
+  introList: "Here are the steps:\n1. one\n2. two\n\nDone.",
+  itemAfterBlank: "- a\n\nnot in the list\n- new list\n",
+});
 SHAPES.mix = Object.values(SHAPES).join("\n\n");
+// Big enough that lists and paragraphs stream in pieces, kept out of the mix (it is slow enough).
+// One stray "*" early on (it stays unmatched: watched, not in the way), then prose.
+SHAPES.bigParagraph = `${SENTENCES[5]} ${sentences(400).replaceAll(SENTENCES[5], "A last sentence.")}`;
+// A "*" left open that a later one closes: the paragraph is rendered whole after all.
+SHAPES.lateClose = `${SENTENCES[5]} ${sentences(120).replaceAll(SENTENCES[5], "More.")} and here it ends*.`;
+SHAPES.bigList = Array.from(
+  { length: 300 },
+  (_, i) => `${i + 1}. item ${i} ${SENTENCES[i % 6]}${i % 7 ? "" : "\n     - sub *item*\n     - two"}`,
+).join("\n");
 
 describe("streamed markdown equals the one-shot render", () => {
   for (const [name, text] of Object.entries(SHAPES)) {
     test(name, () => {
       const whole = markdownHtml(text);
-      const fine = text.length < 2000 ? [[1], [3]] : [[13]];
-      for (const sizes of [...fine, [7, 1, 20], [64], [text.length]]) {
+      // Every cut of a short text; fewer of a long one (each costs an update per few characters).
+      const fine =
+        text.length < 2000 ? [[1], [3], [7, 1, 20]] : text.length < 10000 ? [[13], [7, 1, 20]] : [];
+      for (const sizes of [...fine, [64], [text.length]]) {
         const sink = streamed(text, sizes);
         assert.equal(sink.html, whole, `chunks ${sizes}`);
         assert.ok(sink.finished || sink.open === null);
       }
       const random = rng(name.length * 7919);
-      for (let run = 0; run < 10; run++) {
+      for (let run = 0; run < (text.length < 10000 ? 10 : 3); run++) {
         const sizes = Array.from({ length: 8 }, () => 1 + Math.floor(random() * 40));
         assert.equal(streamed(text, sizes).html, whole, `chunks ${sizes}`);
       }
@@ -142,6 +221,27 @@ describe("streamed markdown equals the one-shot render", () => {
     assert.equal(sink.html, markdownHtml(`${text}\`py\nx = 1\n\`\`\`\nend`));
   });
 
+  test("given what each update appended, the text itself is never read", () => {
+    // A streamed string grown by += is copied whole when read: the view passes the pieces.
+    for (const name of ["mix", "bigList", "bigParagraph"]) {
+      const text = SHAPES[name];
+      const sink = new StringSink();
+      const stream = new MarkdownStream(sink);
+      const unread = (length) => ({ length, toString: () => assert.fail("the whole text was read") });
+      stream.update("", true);
+      let at = 0;
+      for (const size of [5, 300, 1, 64, 900].flatMap((n) => Array(40).fill(n))) {
+        if (at >= text.length) break;
+        const pieces = [text.slice(at, at + size), text.slice(at + size, at + size + 7)];
+        at = Math.min(text.length, at + size + 7);
+        stream.update(unread(at), true, pieces);
+      }
+      stream.update(unread(text.length), true, [text.slice(at)]);
+      stream.update(unread(text.length), false, []);
+      assert.equal(sink.html, markdownHtml(text), name);
+    }
+  });
+
   test("a text that is replaced, not extended, starts over", () => {
     const sink = new StringSink();
     const stream = new MarkdownStream(sink);
@@ -149,6 +249,45 @@ describe("streamed markdown equals the one-shot render", () => {
     stream.update("New *text*", true);
     stream.update("New *text*", false);
     assert.equal(sink.html, markdownHtml("New *text*"));
+  });
+});
+
+describe("lists and long paragraphs stream in pieces", () => {
+  // Each piece is final when handed over: what the page lays out again per update stays small.
+  test("a long paragraph, a sentence end at a time", () => {
+    const sink = streamed(SHAPES.bigParagraph, [64]);
+    assert.ok(sink.calls.paraHtml > 30, `${sink.calls.paraHtml} pieces`);
+    assert.equal(sink.calls.drop, undefined);
+  });
+
+  test("a list, an item at a time", () => {
+    const sink = streamed(SHAPES.bigList, [64]);
+    assert.ok(sink.calls.listItems > 100, `${sink.calls.listItems} batches of items`);
+    assert.equal(sink.calls.listOpen, 1);
+    assert.equal(sink.calls.drop, undefined);
+  });
+
+  test("a paragraph that turns out to be a heading or to end in a table is rendered again, once", () => {
+    for (const name of ["paraSetext", "paraTable", "lateClose"]) {
+      const sink = streamed(SHAPES[name], [64]);
+      assert.equal(sink.calls.paraOpen, 1, name);
+      assert.equal(sink.calls.drop, 1, name);
+    }
+    // Interrupted by another block, the paragraph is simply finished.
+    for (const name of ["paraThenList", "paraHeading"]) {
+      assert.equal(streamed(SHAPES[name], [64]).calls.drop, undefined, name);
+    }
+  });
+
+  test("a list that turns loose renders its items again, once", () => {
+    const sink = streamed(SHAPES.listLoose, [64]);
+    assert.equal(sink.calls.listOpen, 2);
+  });
+
+  test("a list ends where marked ends it", () => {
+    // Another bullet, a quote, a heading, a rule: a new region each; an inline tag does not end it.
+    assert.equal(streamed(SHAPES.bullets, [5]).calls.listOpen, 3);
+    assert.equal(streamed(SHAPES.listBlocks, [5]).calls.drop, undefined);
   });
 });
 

@@ -1,0 +1,320 @@
+// Big blocks in parts that lay out on their own. A browser lays out one paragraph, one code block,
+// one list or one table as a whole: appending to a 1 MB one costs it hundreds of milliseconds,
+// every time. So a block past a size is split into parts (display: block, content-visibility:
+// auto in ipyagent.css): appending touches the last part only, and parts off screen are not laid
+// out or painted at all. Where a part ends depends on the content only, never on how it arrived:
+// a block streamed piece by piece and the same block rendered at once end up split the same way
+// (dom_sink.js runs both through `Parts`), so the page is the same either way.
+//
+//   blocks the rendered markdown itself: parts end before a paragraph, list, code block, quote or
+//          table that follows another of those (their margins are alike: the gap between the
+//          parts is the gap between the blocks), once they hold BLOCK_PART characters;
+//   code   <pre><code>: parts end after a line, once they hold CODE_PART characters;
+//   p      parts end after a sentence (". ", "! ", "? "), once they hold PARA_PART characters;
+//   list   <ul>/<ol>: parts end before an item, once they hold LIST_PART characters;
+//   table  a table becomes several tables past TABLE_ROWS rows, with the same column widths.
+//
+// Small blocks stay exactly as marked renders them. Only top-level text is ever cut, so a
+// highlighted string or an emphasis is never split. Parts go in shelves of SHELF parts (each a
+// part too): the browser checks every such part on every frame (is it on screen yet?), and a
+// shelf off screen spares it the check of its parts.
+
+export const BLOCK_PART = 4096;
+export const CODE_PART = 2048;
+export const PARA_PART = 4096;
+export const LIST_PART = 4096;
+export const TABLE_ROWS = 50;
+export const SHELF = 32;
+
+const LIMIT = { blocks: BLOCK_PART, code: CODE_PART, p: PARA_PART, list: LIST_PART };
+const PART_TAG = { blocks: "div", list: "div", code: "span", p: "span", table: "div" };
+/** Top-level blocks with margins of 0.5em (ipyagent.css): a part may end between two of them. */
+const EVEN = /^(P|UL|OL|PRE|BLOCKQUOTE|TABLE)$/;
+/** Characters of the widest column a big table sizes for (longer cells wrap). */
+const MAX_COLUMN = 40;
+
+/** The kind of parts an element's children go into, or null for elements never split. */
+function partsKind(el) {
+  if (el.nodeName === "P") return "p";
+  if (el.nodeName === "UL" || el.nodeName === "OL") return "list";
+  if (el.nodeName === "TABLE") return "table";
+  if (el.nodeName === "PRE" && el.firstElementChild?.nodeName === "CODE") return "code";
+  return null;
+}
+
+/** A writer of the children of `el`: the rendered markdown's element ("blocks"), a <code>, <p>,
+ * <ul> or <ol>. */
+export class Parts {
+  constructor(el, kind) {
+    this.el = el;
+    this.kind = kind;
+    this.limit = LIMIT[kind];
+    this.part = null; // the part being filled; null while the element is not split
+    this.shelves = null;
+    this.size = 0; // characters in the part being filled
+    this.prev = ""; // the top-level text just before, for a cut that spans two text nodes
+    this.cutNext = false; // a part ended exactly at the end of what was appended last
+    this.items = 0; // list items appended
+    this.live = null;
+  }
+
+  /** The node showing the block's unfinished end, kept after everything appended. */
+  setLive(node) {
+    if (node === this.live) return;
+    this.live?.remove();
+    this.live = node;
+    if (node) (this.part ?? this.el).append(node);
+  }
+
+  /** Append finished nodes, in order. */
+  append(nodes) {
+    for (const node of Array.from(nodes)) {
+      if (node.nodeType === 3 && (this.kind === "code" || this.kind === "p")) this.#text(node.data);
+      else this.#node(node);
+    }
+  }
+
+  #node(node) {
+    const cut =
+      this.cutNext ||
+      (this.kind === "list" && node.nodeName === "LI" && this.size >= this.limit) ||
+      (this.kind === "blocks" && this.#blockCut(node));
+    if (cut) {
+      this.#newPart();
+      if (this.el.nodeName === "OL" && node.nodeName === "LI") {
+        // A part keeps its counters to itself (content-visibility implies style containment):
+        // its items would count from the list's start again. They go on from the items before.
+        node.setAttribute("value", String(this.el.start + this.items));
+      }
+    }
+    this.#put(node);
+    if (node.nodeName === "LI") this.items++;
+    this.size += node.textContent.length;
+    // An element between them: the text before it cannot end a sentence for a cut after it.
+    if (node.nodeType !== 3) this.prev = "";
+  }
+
+  /** Whether a part of blocks ends before `node`. The blocks before it are finished, but may have
+   * grown since they were appended (an open code block is appended empty): their size is read now. */
+  #blockCut(node) {
+    if (node.nodeType !== 1 || !isEven(node)) return false;
+    const target = this.part ?? this.el;
+    let prev = target.lastElementChild;
+    if (prev && prev === this.live) prev = prev.previousElementSibling;
+    prev ??= this.shelves?.last?.lastElementChild;
+    if (!prev || !isEven(prev)) return false;
+    const live = this.live?.parentNode === target ? this.live.textContent.length : 0;
+    return target.textContent.length - live >= this.limit;
+  }
+
+  #text(data) {
+    let rest = data;
+    while (rest) {
+      if (this.cutNext) this.#newPart();
+      const cut = this.#cutAt(rest);
+      if (cut < 0) break;
+      this.#put(this.el.ownerDocument.createTextNode(rest.slice(0, cut)));
+      this.prev = rest.slice(Math.max(0, cut - 2), cut);
+      rest = rest.slice(cut);
+      this.cutNext = true;
+    }
+    if (rest) {
+      this.#put(this.el.ownerDocument.createTextNode(rest));
+      this.size += rest.length;
+      this.prev = (this.prev + rest).slice(-2);
+    }
+  }
+
+  /** Where in `text` (appended now) the part ends, or -1 if it does not end in it. */
+  #cutAt(text) {
+    let from = Math.max(1, this.limit - this.size);
+    while (from <= text.length) {
+      const at = this.kind === "code" ? text.indexOf("\n", from - 1) : text.indexOf(" ", from - 1);
+      if (at < 0) return -1;
+      const before = at > 0 ? text[at - 1] : this.prev.at(-1);
+      if (this.kind === "code" || (before && ".!?".includes(before))) return at + 1;
+      from = at + 2;
+    }
+    return -1;
+  }
+
+  #put(node) {
+    const target = this.part ?? this.el;
+    if (this.live?.parentNode === target) target.insertBefore(node, this.live);
+    else target.append(node);
+  }
+
+  #newPart() {
+    this.cutNext = false;
+    if (!this.part) {
+      // The first cut: everything so far becomes the first part.
+      const first = newPart(this.el, this.kind);
+      first.append(...Array.from(this.el.childNodes).filter((n) => n !== this.live));
+      this.shelves = new Shelves(this.el, this.kind);
+      this.shelves.add(first);
+      this.part = first;
+    }
+    const done = this.part;
+    this.part = newPart(this.el, this.kind);
+    if (this.live) this.part.append(this.live);
+    sizeHint(done, this.kind); // once the live node has moved on: finished content only
+    this.shelves.add(this.part, done);
+    this.size = 0;
+  }
+}
+
+function newPart(el, kind, className = "ipyagent-part") {
+  const part = el.ownerDocument.createElement(PART_TAG[kind]);
+  part.className = className;
+  return part;
+}
+
+/** The shelves of a split block: parts go in the last one, SHELF at most in each. */
+class Shelves {
+  constructor(el, kind) {
+    this.el = el;
+    this.kind = kind;
+    this.shelf = null;
+    this.count = 0;
+    this.last = null; // the last finished part
+  }
+
+  /** Put `part` on the last shelf (or a new one); `done` is the part before it, now finished. */
+  add(part, done = null) {
+    if (done) this.last = done;
+    if (!this.shelf || this.count === SHELF) {
+      if (this.shelf) this.#hint();
+      this.shelf = newPart(this.el, this.kind, "ipyagent-part ipyagent-shelf");
+      this.el.append(this.shelf);
+      this.count = 0;
+    }
+    this.shelf.append(part);
+    this.count++;
+  }
+
+  /** A full shelf is as tall as its parts are about to be. */
+  #hint() {
+    let lines = 0;
+    for (const part of this.shelf.children) {
+      lines += Number(part.style.getPropertyValue("--ipyagent-lines")) || 0;
+    }
+    this.shelf.style.setProperty("--ipyagent-lines", String(lines));
+  }
+}
+
+function isEven(el) {
+  return EVEN.test(el.nodeName) || el.classList.contains("ipyagent-table");
+}
+
+/** How tall a finished part is about to be, for the page to keep its height while it is skipped
+ * off screen (ipyagent.css reads --ipyagent-lines). Exact for code; an estimate for text. */
+function sizeHint(part, kind) {
+  const text = part.textContent;
+  let lines;
+  if (kind === "code") lines = text.split("\n").length - 1;
+  else if (kind === "p") lines = Math.ceil(text.length / 110);
+  else lines = part.children.length + Math.ceil(text.length / 110);
+  part.style.setProperty("--ipyagent-lines", String(lines));
+}
+
+/** A writer of a table's body rows: past TABLE_ROWS rows, the table goes on in another table
+ * (each in a part of its own), all with the column widths the first rows suggest, the whole in
+ * a <div class="ipyagent-table"> where the table was. */
+export class TableParts {
+  constructor(table) {
+    this.table = table;
+    this.tbody = null;
+    this.rows = 0;
+    this.cols = null; // the <colgroup> every part shares, once split
+    this.shelves = null;
+  }
+
+  append(nodes) {
+    for (const node of Array.from(nodes)) {
+      if (node.nodeName === "TR" && this.rows === TABLE_ROWS) this.#newPart();
+      if (!this.tbody) {
+        this.tbody = this.table.ownerDocument.createElement("tbody");
+        this.table.append(this.tbody);
+      }
+      this.tbody.append(node);
+      if (node.nodeName === "TR") this.rows++;
+    }
+  }
+
+  #newPart() {
+    const doc = this.table.ownerDocument;
+    let done = null;
+    if (!this.cols) {
+      this.cols = columnWidths(this.table);
+      const whole = doc.createElement("div");
+      whole.className = "ipyagent-table";
+      this.table.replaceWith(whole);
+      const first = newPart(whole, "table", "ipyagent-part ipyagent-rows");
+      first.append(this.table);
+      this.#fix(this.table, first);
+      this.shelves = new Shelves(whole, "table");
+      this.shelves.add(first);
+      done = first;
+    }
+    const part = newPart(this.table, "table", "ipyagent-part ipyagent-rows ipyagent-rows-more");
+    const table = doc.createElement("table");
+    this.tbody = doc.createElement("tbody");
+    table.append(this.tbody);
+    part.append(table);
+    this.shelves.add(part, done ?? this.table.parentNode);
+    this.table = table;
+    this.#fix(table, part);
+    this.rows = 0;
+  }
+
+  #fix(table, part) {
+    table.prepend(this.cols.group.cloneNode(true));
+    table.style.width = this.cols.width;
+    part.style.setProperty("--ipyagent-lines", String(TABLE_ROWS + 2));
+  }
+}
+
+/** Column widths for a table that goes on in parts: in proportion to the longest cell of each
+ * column among the header and the first rows (capped), as the same <colgroup> for every part. */
+function columnWidths(table) {
+  const widths = [];
+  for (const row of table.rows) {
+    Array.from(row.cells).forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 3, Math.min(MAX_COLUMN, cell.textContent.trim().length));
+    });
+  }
+  const chars = widths.map((w) => w + 2); // a cell's padding is about two characters
+  const total = chars.reduce((a, b) => a + b, 0);
+  const group = table.ownerDocument.createElement("colgroup");
+  for (const w of chars) {
+    const col = table.ownerDocument.createElement("col");
+    col.style.width = `${((100 * w) / total).toFixed(2)}%`;
+    group.append(col);
+  }
+  return { group, width: `min(100%, ${total}ch)` };
+}
+
+/** Split the big blocks among the top-level elements of `fragment` (a block rendered at once)
+ * exactly as they would be split had they streamed in. */
+export function splitBlocks(fragment) {
+  for (const el of Array.from(fragment.children)) {
+    const kind = partsKind(el);
+    if (!kind || el.textContent.length < LIMIT_MIN[kind]) continue;
+    if (kind === "table") {
+      const tbody = el.tBodies[0];
+      if (!tbody || tbody.rows.length <= TABLE_ROWS) continue;
+      const rows = Array.from(tbody.childNodes);
+      tbody.remove();
+      new TableParts(el).append(rows);
+      continue;
+    }
+    const holder = kind === "code" ? el.firstElementChild : el;
+    const children = Array.from(holder.childNodes);
+    holder.replaceChildren();
+    new Parts(holder, kind).append(children);
+  }
+  return fragment;
+}
+
+/** Below these sizes no block is split (a quick skip; the writers would not split them either). */
+const LIMIT_MIN = { code: CODE_PART, p: PARA_PART, list: LIST_PART, table: 0 };

@@ -1,0 +1,245 @@
+"""Streamed markdown on a real page: the final DOM equals the one-shot render, big blocks included.
+
+No JupyterLab and no kernel: a page loads the bundled views (ipyagent/widgets/static/runtime.js)
+with a stand-in model, as bench/browser.py does. One view receives a text block as the kernel streams it
+(an ``append`` patch per chunk, each drawn before the next, then ``streaming: false``); another
+view opens on the finished block. Both must end with the same HTML: the same markdown, the same
+highlighting, the same sanitizing, and big blocks split into the same parts (js/src/parts.js).
+js/test/stream.test.js checks the HTML strings in node for many more shapes; this checks the DOM
+the browser builds from them. Where parts are invisible by design (code, lists), a screenshot of
+the split block must match one of the same block with its parts unwrapped.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ipyagent.widgets.views import STATIC
+
+ORIGIN = "http://page.invalid"
+
+PAGE = """<!doctype html><meta charset="utf-8">
+<style>
+/* Whole-pixel lines and margins: a part then starts on a pixel boundary, as the text at its place
+   in the whole block does (a part lays out on its own, snapped to whole pixels: with lines of
+   18.2 px its text would be drawn 0.2 px higher than in one block, a difference in antialiasing
+   only, which the screenshots below would report). */
+body .ipyagent-root .ipyagent-md { font-size: 16px; line-height: 22px; }
+body .ipyagent-root .ipyagent-md pre { font-size: 15px; line-height: 21px; margin: 8px 0; }
+body .ipyagent-root .ipyagent-md h2 { font-size: 20px; line-height: 25px; margin: 16px 0 8px; }
+</style>
+<body><div id="streamed" style="width: 900px"></div><div id="whole" style="width: 900px"></div>
+<script>
+// The view draws in animation-frame callbacks: here they run when the test says, one per update.
+window.frames = [];
+window.requestAnimationFrame = (fn) => window.frames.push(fn);
+window.cancelAnimationFrame = () => {};
+window.drawFrames = () => {
+  while (window.frames.length) for (const fn of window.frames.splice(0)) fn(performance.now());
+};
+</script>
+<script type="module">
+import { views } from "/runtime.js"; // its stylesheet comes with it
+const view = views.run;
+const mount = (id, state) => {
+  const handlers = [];
+  const model = {
+    get: (key) => (key === "state" ? state : undefined),
+    set() {}, save_changes() {}, send() {}, off() {},
+    on: (name, fn) => { if (name === "msg:custom") handlers.push(fn); },
+  };
+  const el = document.getElementById(id);
+  el.replaceChildren();
+  view.render({ model, el });
+  drawFrames();
+  let seq = 0;
+  return (patches) => {
+    for (const fn of handlers) fn({ kind: "patches", seq: ++seq, patches });
+    drawFrames();
+  };
+};
+const md = (id) => document.querySelector(`#${id} .ipyagent-md`);
+window.render = (text, sizes) => {
+  const send = mount("streamed", { seq: 0, status: "running", blocks: [], usage: {}, live: true });
+  send([{ op: "add", block: { id: "t", kind: "text", text: "", streaming: true } }]);
+  for (let at = 0, i = 0; at < text.length; at += sizes[i++ % sizes.length]) {
+    send([{ op: "append", id: "t", field: "text", value: text.slice(at, at + sizes[i % sizes.length]) }]);
+  }
+  send([
+    { op: "set", id: "t", fields: { streaming: false } },
+    { op: "top", fields: { status: "completed" } },
+  ]);
+  const block = { id: "t", kind: "text", text, streaming: false };
+  mount("whole", { seq: 0, status: "completed", blocks: [block], usage: {}, live: true });
+  return {
+    streamed: md("streamed").innerHTML,
+    whole: md("whole").innerHTML,
+    parts: md("streamed").querySelectorAll(".ipyagent-part").length,
+    shelves: md("streamed").querySelectorAll(":not(.ipyagent-md) > .ipyagent-shelf").length,
+    tails: document.querySelectorAll(".ipyagent-md-tail, .ipyagent-md-open").length,
+  };
+};
+// The streamed block with its parts unwrapped (where it is: a screenshot elsewhere could fall on
+// other pixel boundaries).
+window.unwrapParts = () => {
+  const el = md("streamed");
+  for (const part of el.querySelectorAll(".ipyagent-part")) part.replaceWith(...part.childNodes);
+  return el.querySelectorAll(".ipyagent-part").length;
+};
+window.ready = true;
+</script>"""
+
+
+PIXEL_DIFF = """async ([a, b]) => {
+  const load = (src) => new Promise((ok) => {
+    const img = new Image();
+    img.onload = () => ok(img);
+    img.src = `data:image/png;base64,${src}`;
+  });
+  const pixels = (img) => {
+    const canvas = document.createElement("canvas");
+    canvas.width = img.width;
+    canvas.height = img.height;
+    const context = canvas.getContext("2d");
+    context.drawImage(img, 0, 0);
+    return context.getImageData(0, 0, img.width, img.height).data;
+  };
+  const [x, y] = await Promise.all([load(a), load(b)]);
+  const [p, q] = [pixels(x), pixels(y)];
+  let over = 0;
+  for (let i = 0; i < Math.min(p.length, q.length); i++) if (Math.abs(p[i] - q[i]) > 32) over++;
+  return { size: [`${x.width}x${x.height}`, `${y.width}x${y.height}`], over };
+}"""
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    vocabulary = ["model", "writes", "the", "notebook", "cell", "value", "a", "reads"]
+    words = [rng.choice(vocabulary) for _ in range(9)]
+    extras = [
+        f"`code_{n}`",
+        f"**bold {n}**",
+        f"[a link. With a stop](https://example.com/{n})",
+        f"snake_case_{n}",
+        "5 * 3",
+        "*emphasis. Across sentences*",
+        "<b>html</b>",
+    ]
+    words.insert(rng.randrange(len(words)), extras[n % len(extras)])
+    return " ".join(words).capitalize() + rng.choice([".", ".", "!", "?"])
+
+
+def code(rng: random.Random) -> str:
+    lines = ["Here is the module:", "", "```python"]
+    for n in range(1200):
+        lines += [
+            f"def step_{n}(values, limit={rng.randint(1, 99)}):",
+            f'    """Scale batch {n}.',
+            "",
+            '    Over two lines, with a ``` inside."""',
+            f"    return {{'total': sum(values) * {rng.random():.3f}, 'name': \"s_{n}\"}}  # done",
+        ]
+    return "\n".join([*lines, "```", "", "After the code."])
+
+
+def table(rng: random.Random) -> str:
+    rows = [f"| {n} | `item_{n}` | {rng.random() * 1000:.2f} | {_sentence(rng, n)} |" for n in range(1700)]
+    return "\n".join(["| # | name | value | note |", "|---:|---|---:|---|", *rows, "", "After."])
+
+
+def bullets(rng: random.Random) -> str:
+    nested = "\n     - nested *item*"
+    items = [f"{n + 1}. {_sentence(rng, n)}" + (nested if n % 9 == 0 else "") for n in range(2600)]
+    return "\n".join(items) + "\n\nA paragraph.\n\n- tight\n- list\n\n- that turns\n- loose\n"
+
+
+def paragraph(rng: random.Random) -> str:
+    return " ".join(_sentence(rng, n) for n in range(3000)) + "\n\nAfter."
+
+
+def mix(rng: random.Random) -> str:
+    return "\n\n".join(
+        [
+            "# A report",
+            paragraph(rng)[:20000],
+            code(rng)[:9000] + "\n```",
+            bullets(rng)[:12000],
+            "\n".join(table(rng).split("\n")[:300]),
+        ]
+    )
+
+
+SHAPES: dict[str, Callable[[random.Random], str]] = {
+    "code": code,
+    "table": table,
+    "list": bullets,
+    "paragraph": paragraph,
+    "mix": mix,
+}
+
+
+@pytest.fixture
+def md_page(page: Any) -> Any:
+    files = {
+        "/": ("text/html", PAGE),
+        "/runtime.js": ("text/javascript", (STATIC / "runtime.js").read_text()),
+    }
+
+    def serve(route: Any) -> None:
+        kind, body = files[route.request.url[len(ORIGIN) :] or "/"]
+        route.fulfill(status=200, content_type=kind, body=body)
+
+    page.route(f"{ORIGIN}/**", serve)
+    page.goto(f"{ORIGIN}/")
+    page.wait_for_function("() => window.ready === true")
+    return page
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_streamed_dom_is_the_one_shot_dom(md_page: Any, shape: str) -> None:
+    text = SHAPES[shape](random.Random(shape))
+    for sizes in ([1, 17, 300, 3, 64], [997]):
+        result = md_page.evaluate("([text, sizes]) => window.render(text, sizes)", [text, sizes])
+        assert result["streamed"] == result["whole"], f"chunks {sizes}"
+        # Big blocks really are in parts, on several shelves, and nothing of the streaming is left.
+        assert result["parts"] > 2
+        assert result["shelves"] > 1 or shape == "mix"
+        assert result["tails"] == 0
+
+
+def loose(rng: random.Random) -> str:
+    return "Before.\n\n" + "\n\n".join(f"- {_sentence(rng, n)}" for n in range(120)) + "\n\nAfter."
+
+
+def blocks(rng: random.Random) -> str:
+    parts = [
+        f"## Part {n}\n\n{_sentence(rng, n)} {_sentence(rng, n + 1)}\n\n```python\nx = {n}\n```\n\n- a\n- b"
+        for n in range(120)
+    ]
+    return "\n\n".join(parts)
+
+
+@pytest.mark.parametrize("shape", ["code", "list", "loose", "blocks"])
+def test_parts_look_like_the_whole_block(md_page: Any, shape: str) -> None:
+    # Tall enough that every part is on screen (content-visibility skips the others).
+    md_page.set_viewport_size({"width": 1000, "height": 12000})
+    rng = random.Random(1)
+    make = {"code": lambda: code(rng)[:9000] + "\n```\n", "list": lambda: bullets(rng)[:14000]}
+    text = make.get(shape, lambda: {"loose": loose, "blocks": blocks}[shape](rng))()
+    result = md_page.evaluate("([text]) => window.render(text, [500])", [text])
+    assert result["parts"] >= 2
+    block = md_page.locator("#streamed .ipyagent-md")
+    in_parts = block.screenshot()
+    assert md_page.evaluate("() => window.unwrapParts()") == 0
+    whole = block.screenshot()
+    # The same pixels, up to antialiasing (a rounded corner drawn a fraction of a pixel apart
+    # moves a few edge pixels by a few levels; a moved line or a missing marker moves hundreds
+    # of pixels by most of the range).
+    shots = [base64.b64encode(shot).decode() for shot in (in_parts, whole)]
+    diff = md_page.evaluate(PIXEL_DIFF, shots)
+    assert diff["size"][0] == diff["size"][1]
+    assert diff["over"] == 0, diff
