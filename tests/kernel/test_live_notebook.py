@@ -4,7 +4,7 @@ The "page" speaks the protocol of labext/ over real comm messages, the way Jupyt
 them: on a kernel subshell where the kernel has them (ipykernel 7), on the main shell otherwise
 (ipykernel 6, where the waiting cell pumps them). It answers the kernel's requests while the
 cell that asked is still running: the one thing the channel must do. The browser test
-(tests/browser/test_live_notebook.py) checks the real extension does the same.
+(tests/browser/test_live_notebook_in_lab.py) checks the real extension does the same.
 
 The agent's ``read_cells`` reads the open document through it when a page is connected, and
 the saved file, with exactly today's result, when none is.
