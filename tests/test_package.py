@@ -189,3 +189,11 @@ def test_load_ext_registers_the_magics_without_loading_the_agent_core() -> None:
     )
     assert "ipyagent" in loaded
     assert not loaded & {"pydantic", "httpx", "ipywidgets", "anywidget"}
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    # The test folders are not packages (conftest imports by module name), so pytest imports each
+    # test file by its basename: a second file of the same name stops the whole run's collection.
+    tests = Path(__file__).parent
+    names = [p.name for p in tests.rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
