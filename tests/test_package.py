@@ -34,19 +34,25 @@ def test_the_core_runs_a_scripted_agent_without_ipython() -> None:
     assert not loaded & {"IPython", "ipykernel", "ipywidgets", "anywidget"}
 
 
-def imports_of(path: Path) -> list[str]:
-    """Every module ``path`` imports, relative imports resolved against its package."""
-    found: list[str] = []
+def import_statements(path: Path) -> list[tuple[str, list[str]]]:
+    """Each import of ``path`` as (module, names taken from it): ``import a.b`` is ("a.b", []);
+    relative modules are resolved against the package. Imports under ``TYPE_CHECKING`` count."""
+    found: list[tuple[str, list[str]]] = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
+            found += [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 package = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level]
                 base = ".".join((*package, base)) if base else ".".join(package)
-            found.append(base)
+            found.append((base, [alias.name for alias in node.names]))
     return found
+
+
+def imports_of(path: Path) -> list[str]:
+    """Every module ``path`` imports, relative imports resolved against its package."""
+    return [module for module, _ in import_statements(path)]
 
 
 def test_agentlib_never_imports_the_layers_above_it() -> None:
@@ -76,17 +82,10 @@ def test_the_core_owns_the_model_types_and_reaches_providers_only_to_resolve_a_m
 def imported_names(path: Path) -> list[str]:
     """Every module or name ``path`` imports, in full: ``from ..agentlib import events`` is
     ``ipyagent.agentlib.events``, ``from .view_state import Block`` is
-    ``ipyagent.widgets.view_state.Block``. Imports under ``TYPE_CHECKING`` count too."""
+    ``ipyagent.widgets.view_state.Block``."""
     found: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                package = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level]
-                base = ".".join((*package, base)) if base else ".".join(package)
-            found += [f"{base}.{alias.name}" for alias in node.names]
+    for module, names in import_statements(path):
+        found += [f"{module}.{name}" for name in names] if names else [module]
     return found
 
 
