@@ -28,7 +28,7 @@ class Link {
     this.current = null;
     this.kernel = null;
     this.comm = null;
-    this.state = "idle"; // idle | connecting | connected | mismatch
+    this._state = "idle";
     this.warned = false;
     this.probeWhenIdle = false;
     this.onAnnounce = () => void this.connect();
@@ -37,9 +37,20 @@ class Link {
     this.attach(sessionContext.session ? sessionContext.session.kernel : null);
   }
 
+  /** idle | connecting | connected | mismatch; shown on each view's node as data-ipyagent-live. */
+  get state() {
+    return this._state;
+  }
+
+  set state(value) {
+    this._state = value;
+    for (const view of this.views) view.node.dataset.ipyagentLive = value;
+  }
+
   addView(view) {
     this.views.add(view);
     this.current = this.current || view;
+    view.node.dataset.ipyagentLive = this._state;
   }
 
   removeView(view) {
