@@ -75,6 +75,12 @@ class ModelRequest(BaseModel):
 
     ``tool_choice`` says which of ``tools`` the reply may call (see :data:`ToolChoice`). Each
     adapter maps it to its API's field, or says in its docstring what it cannot enforce.
+
+    ``expects_tool_call`` is the loop's hint, under ``tool_choice="auto"``, that the reply should
+    probably call a tool: the user's message names one of ``tools`` ("is `get_weather` right for
+    Oslo?"). It constrains nothing; a provider that can lean its sampling toward a call may (the
+    local model does), the others ignore it. Decided by the loop like ``tool_choice``
+    (:func:`ipyagent.agentlib.tool_choice.expects_tool_call`).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -85,6 +91,7 @@ class ModelRequest(BaseModel):
     tools: Sequence[ToolSpec] = ()
     settings: ModelSettings = ModelSettings()
     tool_choice: ToolChoice = "auto"
+    expects_tool_call: bool = False
 
 
 class _Chunk(BaseModel):

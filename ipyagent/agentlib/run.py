@@ -58,7 +58,7 @@ from .parts import PartsAssembler
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .result import RunResult
 from .retry import Retries, RetryPolicy
-from .tool_choice import ToolChoicePolicy, call_named_tools, choose
+from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_tool_call
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
 
@@ -289,13 +289,15 @@ class AgentRun:
         self._request_mark = len(self.conversation.messages)
         # Every part is already validated; re-validating the whole transcript each turn would
         # make a long conversation quadratic.
+        choice = choose(config.tool_choice, self.messages, specs)  # see tool_choice.py
         request = ModelRequest.model_construct(
             model=self.provider.model_id.split("/", 1)[-1],
             system=config.system,
             messages=list(self.conversation.messages),
             tools=specs,
             settings=config.settings,
-            tool_choice=choose(config.tool_choice, self.messages, specs),  # see tool_choice.py
+            tool_choice=choice,
+            expects_tool_call=expects_tool_call(choice, self.messages, specs),
         )
         for fn in config.hooks.before_model:
             try:

@@ -25,6 +25,11 @@ named. Small models answer such a message from memory more often than not (asked
 describe_variable", Qwen2.5-Coder-1.5B described the variable from memory in most tries); with the
 call required they make it reliably, and a large model loses nothing by being held to what it
 was told. ``Agent(tool_choice="auto")`` switches the policy off.
+
+A softer hint goes with ``"auto"``: when the user's message names an offered tool without telling
+the model to call it ("is `get_weather` right for Oslo?"), the request's ``expects_tool_call`` is
+set (:func:`expects_tool_call`). It constrains nothing; the local model leans its first token
+toward a call, other providers ignore it.
 """
 
 from __future__ import annotations
@@ -37,7 +42,15 @@ from .errors import UserError
 from .messages import Message
 from .model import ToolChoice, ToolSpec
 
-__all__ = ["ToolChoicePolicy", "call_named_tools", "check_tool_choice", "choose", "named_calls"]
+__all__ = [
+    "ToolChoicePolicy",
+    "call_named_tools",
+    "check_tool_choice",
+    "choose",
+    "expects_tool_call",
+    "mentions_tool",
+    "named_calls",
+]
 
 #: Asked before every request of a run: ``policy(run_messages, tools) -> ToolChoice``.
 ToolChoicePolicy: TypeAlias = Callable[[Sequence[Message], Sequence[ToolSpec]], ToolChoice]
@@ -74,6 +87,23 @@ def call_named_tools(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> 
         return "auto"
     named = named_calls(last.text, tools)
     return tuple(named) if named else "auto"
+
+
+def mentions_tool(text: str, tools: Sequence[ToolSpec]) -> bool:
+    """Whether ``text`` names one of ``tools`` as a whole word ("get_weather", not
+    "get_weather_now"), whatever it says about it."""
+    return any(re.search(rf"(?<![\w-]){re.escape(t.name)}(?![\w-])", text) for t in tools)
+
+
+def expects_tool_call(choice: ToolChoice, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> bool:
+    """The request's ``expects_tool_call``: under ``"auto"``, the next request answers the user's
+    own message (not tool results) and that message names an offered tool. A tool mentioned in
+    passing is a good sign that a call is wanted; on every turn the lean made the local model
+    call a tool for "In Python, which keyword defines a function?"."""
+    last = messages[-1] if messages else None
+    if choice != "auto" or last is None or last.role != "user" or last.tool_results:
+        return False
+    return mentions_tool(last.text, tools)
 
 
 def check_tool_choice(value: Any) -> ToolChoice | ToolChoicePolicy:

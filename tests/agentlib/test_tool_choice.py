@@ -11,7 +11,13 @@ from ipyagent import Agent, Hooks, tool
 from ipyagent.agentlib.errors import UserError
 from ipyagent.agentlib.messages import Message, ToolResultBlock
 from ipyagent.agentlib.model import ModelRequest, ToolChoice, ToolSpec
-from ipyagent.agentlib.tool_choice import call_named_tools, check_tool_choice, named_calls
+from ipyagent.agentlib.tool_choice import (
+    call_named_tools,
+    check_tool_choice,
+    expects_tool_call,
+    mentions_tool,
+    named_calls,
+)
 from ipyagent.testing import ScriptedModel, tool_call
 
 
@@ -162,3 +168,35 @@ def test_requests_default_to_auto_and_take_a_list_of_names() -> None:
     request = ModelRequest(model="m", messages=[], tool_choice=["a", "b"])  # type: ignore[arg-type]
     assert request.tool_choice == ("a", "b")
     assert ModelRequest(model="m", messages=[]).tool_choice == "auto"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Is get_weather right for Oslo?", True),
+        ("Use `get_weather` for Oslo", True),
+        ("What's the weather in Oslo?", False),
+        ("get_weather_now for Oslo", False),  # a different word
+    ],
+)
+def test_a_tool_named_in_passing_is_a_mention(text: str, expected: bool) -> None:
+    assert mentions_tool(text, SPECS) is expected
+
+
+def test_a_call_is_expected_only_under_auto_and_only_in_answer_to_the_user() -> None:
+    asked = [Message.user("Is get_weather right for Oslo?")]
+    assert expects_tool_call("auto", asked, SPECS)
+    assert not expects_tool_call("none", asked, SPECS)  # the choice says more than a hint could
+    assert not expects_tool_call("auto", asked, [run_python.spec])  # not offered
+    result = ToolResultBlock(tool_call_id="c1", name="get_weather", content="get_weather: ok")
+    after = [*asked, Message(role="user", content=(result,))]
+    assert not expects_tool_call("auto", after, SPECS)  # a tool result names the tool, not the user
+
+
+async def test_the_loop_marks_the_request_that_answers_a_mention() -> None:
+    seen: list[tuple[ToolChoice, bool]] = []
+    hooks = Hooks()
+    hooks.before_model_call(lambda request: seen.append((request.tool_choice, request.expects_tool_call)))
+    a, _ = agent(tool_call("get_weather", {"city": "Oslo"}), "17°C.", hooks=hooks)
+    await a.run("Is get_weather right for Oslo?")
+    assert seen == [("auto", True), ("auto", False)]

@@ -5,9 +5,7 @@ This module owns the constraints (:func:`tool_grammar`, :func:`answer_grammar`,
 :func:`callable_tools`, and :func:`allowed_calls`, which maps a request's ``tool_choice`` onto
 them); llama.cpp applies them (:mod:`._local_llama`), and :mod:`._local_parse` reads what comes
 out. Which tools a request may call is the loop's decision (``request.tool_choice``, see
-:mod:`ipyagent.agentlib.tool_choice`); nothing here restricts them by what the user wrote.
-(:func:`names_a_tool` only says whether to nudge the reply's first token toward a call, which
-the model may still decline: see ``LocalModel(tool_call_bias=...)``.)
+:mod:`ipyagent.agentlib.tool_choice`); nothing here reads what the user wrote.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ __all__ = [
     "allowed_calls",
     "answer_grammar",
     "callable_tools",
-    "names_a_tool",
     "tool_call_schema",
     "tool_grammar",
 ]
@@ -137,16 +134,6 @@ def allowed_calls(request: ModelRequest, after_results: AfterResults = "none") -
     if choice == "required":
         return list(request.tools), False
     return [t for t in request.tools if t.name in choice], False
-
-
-def names_a_tool(request: ModelRequest, tools: Sequence[ToolSpec]) -> bool:
-    """Whether the request's last message is the user's own text naming one of ``tools``
-    (as a whole word: "calculate", not "calculator")."""
-    last = request.messages[-1] if request.messages else None
-    if last is None or last.role != "user" or last.tool_results:
-        return False
-    text = last.text
-    return any(re.search(rf"(?<![\w-]){re.escape(t.name)}(?![\w-])", text) for t in tools)
 
 
 def answer_grammar() -> str:

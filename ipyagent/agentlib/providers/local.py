@@ -45,7 +45,6 @@ from ._local_grammar import (
     allowed_calls,
     answer_grammar,
     callable_tools,
-    names_a_tool,
     tool_call_schema,
     tool_grammar,
 )
@@ -85,12 +84,9 @@ class LocalModel:
             A recording sends 0 (see :attr:`greedy_at_zero`).
         seed: Sampling seed, for reproducible replies above temperature 0.
         tool_call_bias: Added to the logits of the call openers (``<tool_call>`` and ``<``) as
-            the reply's first token when the user's message mentions an offered tool ("is
-            `get_weather` right for Oslo?") and the request's ``tool_choice`` is ``"auto"``.
-            Not applied otherwise: on every turn (2.0) it made the model call a tool for "In
-            Python, which keyword defines a function?". A message that tells the model to call
-            a tool by name ("call describe_variable ...") gets a required call from the loop
-            (``tool_choice``, see :mod:`ipyagent.agentlib.tool_choice`), not from here.
+            the reply's first token when the loop marks the request ``expects_tool_call`` (the
+            user's message names an offered tool, see :mod:`ipyagent.agentlib.tool_choice`).
+            The adapter never reads the user's words: the loop decides, this maps it.
         after_results: Which tools a ``tool_choice="auto"`` turn after successful tool results
             may call: ``"none"`` (default: it answers, written as a JSON envelope that leaves
             the model no way to call again, and streamed as plain text), ``"others"`` or
@@ -184,8 +180,8 @@ class LocalModel:
         max_tokens = min(budget, request.settings.max_tokens or self.max_reply_tokens)
         temperature = request.settings.temperature
         temperature = self.temperature if temperature is None else temperature
-        nudge = request.tool_choice == "auto" and not envelope and names_a_tool(request, offered)
-        bias = self.tool_call_bias if nudge else 0.0
+        lean = request.expects_tool_call and request.tool_choice == "auto" and bool(offered) and not envelope
+        bias = self.tool_call_bias if lean else 0.0
         job = Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias, self.prompt_lookup)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | Done | BaseException] = asyncio.Queue()

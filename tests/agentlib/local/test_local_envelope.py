@@ -22,7 +22,6 @@ from ipyagent.agentlib.model import (
 from ipyagent.agentlib.providers._local_grammar import (
     allowed_calls,
     answer_grammar,
-    names_a_tool,
     tool_grammar,
 )
 from ipyagent.agentlib.providers._local_parse import AnswerDecoder, ReplyReader
@@ -113,26 +112,6 @@ def test_the_reader_keeps_order_of_thinking_text_and_calls() -> None:
     assert reader.calls == 1
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ('Call get_weather with city "Oslo".', True),
-        ("Use `get_weather` for Oslo", True),
-        ("What's the weather in Oslo?", False),
-        ("get_weather_now for Oslo", False),  # a different word
-    ],
-)
-def test_names_a_tool(text: str, expected: bool) -> None:
-    request = ModelRequest(model="m", messages=[Message.user(text)], tools=[WEATHER])
-    assert names_a_tool(request, [WEATHER]) is expected
-
-
-def test_a_tool_result_is_not_the_user_naming_a_tool() -> None:
-    result = ToolResultBlock(tool_call_id="c1", name="get_weather", content="get_weather: ok")
-    request = ModelRequest(model="m", messages=[Message(role="user", content=(result,))], tools=[WEATHER])
-    assert not names_a_tool(request, [WEATHER])
-
-
 PYTHON = ToolSpec(
     name="run_python",
     description="Run code.",
@@ -200,6 +179,23 @@ async def test_told_to_call_a_tool_the_reply_is_that_call(tiny_gguf: Path) -> No
     assert json.loads(call.arguments)["city"] in ("Oslo", "Rome")
 
 
+@pytest.mark.parametrize("expected", [True, False])
+async def test_the_loops_hint_leans_the_reply_toward_a_call(tiny_gguf: Path, expected: bool) -> None:
+    # The same message either way: the adapter follows the request's hint, not the user's words.
+    city = {"type": "string", "enum": ["Oslo", "Rome"]}
+    weather = WEATHER.model_copy(update={"parameters": {**WEATHER.parameters, "properties": {"city": city}}})
+    model = LocalModel(tiny_gguf, n_ctx=1024, seed=5, tool_call_bias=50.0)
+    request = ModelRequest(
+        model="tiny",
+        messages=[Message.user("Is get_weather right for Oslo?")],
+        tools=[weather],
+        settings=ModelSettings(max_tokens=200, temperature=1.0),
+        expects_tool_call=expected,
+    )
+    got = [e async for e in model.stream(request)]
+    assert isinstance(got[0], ToolCallChunk) is expected
+
+
 def test_the_call_only_grammar_compiles() -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
     grammar = tool_grammar([WEATHER], text=False)
@@ -239,13 +235,14 @@ async def test_after_tool_results_the_reply_is_text_only(tiny_gguf: Path) -> Non
 
 
 async def test_tool_choice_none_leaves_only_an_answer(tiny_gguf: Path) -> None:
-    model = LocalModel(tiny_gguf, n_ctx=1024, seed=3, tool_call_bias=50.0)  # a nudge it must not get
+    model = LocalModel(tiny_gguf, n_ctx=1024, seed=3, tool_call_bias=50.0)  # a lean it must not get
     request = ModelRequest(
         model="tiny",
-        messages=[Message.user("Is get_weather right for Oslo?")],  # mentions a tool: nudged under auto
+        messages=[Message.user("Is get_weather right for Oslo?")],
         tools=[WEATHER],
         settings=ModelSettings(max_tokens=30, temperature=1.0),
         tool_choice="none",
+        expects_tool_call=True,  # a hook that set it against the choice: the choice wins
     )
     got = [e async for e in model.stream(request)]
     assert not [e for e in got if isinstance(e, ToolCallChunk)]
