@@ -79,6 +79,8 @@ class ReplaySwitch:
         self.path: Path | None = None
         self._cassettes: dict[Path, Cassette] = {}
         self._models: dict[tuple[Path, str], ReplayModel] = {}
+        #: Providers this switch resolved from a model id to record them: its own to close.
+        self._resolved: list[Provider] = []
         self.set(mode, path)
 
     @classmethod
@@ -95,6 +97,15 @@ class ReplaySwitch:
         self.path = Path(path).expanduser().resolve() if path is not None else None
         self._cassettes.clear()
         self._models.clear()
+        self.close()
+
+    def close(self) -> None:
+        """Let go of the providers resolved for recording (an HTTP provider's pooled client)."""
+        resolved, self._resolved = self._resolved, []
+        for provider in resolved:
+            close = getattr(provider, "close", None)
+            if close is not None:
+                close()
 
     @property
     def active(self) -> bool:
@@ -133,7 +144,11 @@ class ReplaySwitch:
             "and save it."
         )
         if self.mode == "record":
-            wrapped = model if model is not None and not isinstance(model, str) else _resolve(model)
+            if model is not None and not isinstance(model, str):
+                wrapped = model  # the caller's: the caller closes it
+            else:
+                wrapped = _resolve(model)
+                self._resolved.append(wrapped)
             made = ReplayModel(
                 wrapped, cassette=cassette, mode="record", workspace=workspace, rerecord_hint=hint
             )

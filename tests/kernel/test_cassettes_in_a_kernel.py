@@ -18,7 +18,9 @@ from nbclient import NotebookClient
 
 from ipyagent.agentlib.errors import UserError
 from ipyagent.agentlib.providers.replay import ReplayModel
+from ipyagent.kernel import cassettes
 from ipyagent.kernel.cassettes import ReplaySwitch, cassette_path
+from ipyagent.testing import ScriptedModel
 
 SETUP = "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel, thinking, tool_call\nx = 3\n"
 SCRIPT = (
@@ -85,6 +87,26 @@ def test_off_changes_nothing_and_replay_resolves_no_model(
     with pytest.raises(UserError, match="No cassette at") as info:
         _ = unnamed.model_id  # the recorded model's, read from the cassette
     assert "record" in info.value.hint
+
+
+def test_the_switch_closes_the_providers_it_resolved_to_record_and_no_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Closable(ScriptedModel):
+        closed = 0
+
+        def close(self) -> None:
+            self.closed += 1
+
+    resolved, given = Closable(["hi"]), Closable(["hi"])
+    monkeypatch.setattr(cassettes, "_resolve", lambda model: resolved)
+    switch = ReplaySwitch("record")
+    switch.wrap("scripted/a", tmp_path / "nb.ipynb")
+    switch.wrap(given, tmp_path / "nb.ipynb")
+    switch.set("off")
+    assert (resolved.closed, given.closed) == (1, 0)  # the caller's model is the caller's to close
+    switch.close()
+    assert resolved.closed == 1
 
 
 def test_a_recorded_cell_replays_in_a_kernel_with_no_model(jupyter_env: Path) -> None:
