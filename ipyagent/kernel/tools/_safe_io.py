@@ -23,6 +23,7 @@ from contextlib import contextmanager
 __all__ = [
     "MAX_DEPTH",
     "WorkspaceError",
+    "file_kind",
     "is_binary",
     "is_secret",
     "iter_lines",
@@ -162,7 +163,7 @@ def open_regular(root: str, parts: Sequence[str]) -> Iterator[int]:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise WorkspaceError(
-                f"{shown!r} is not a regular file ({_kind(mode)}); only regular files are read."
+                f"{shown!r} is not a regular file ({file_kind(mode)}); only regular files are read."
             )
         if _NONBLOCK and hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
@@ -171,7 +172,8 @@ def open_regular(root: str, parts: Sequence[str]) -> Iterator[int]:
         os.close(fd)
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, for a message: "a named pipe", "a folder", ..."""
     if stat.S_ISFIFO(mode):
         return "a named pipe"
     if stat.S_ISDIR(mode):
@@ -269,7 +271,8 @@ def write_regular(
             if stat.S_ISLNK(info.st_mode):
                 raise _changed(shown, OSError(0, "the file is now a symbolic link"))
             if not stat.S_ISREG(info.st_mode):
-                raise WorkspaceError(f"{shown!r} is {_kind(info.st_mode)}; only regular files are written.")
+                kind = file_kind(info.st_mode)
+                raise WorkspaceError(f"{shown!r} is {kind}; only regular files are written.")
             why = refuse.get((info.st_dev, info.st_ino))
             if why is not None:
                 raise WorkspaceError(off_limits(shown, why))

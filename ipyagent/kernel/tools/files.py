@@ -236,7 +236,7 @@ def _describe(root: Path, path: Path) -> str:
     if stat.S_ISDIR(info.st_mode):
         return "(link to a folder)"
     if not stat.S_ISREG(info.st_mode):
-        return f"({io._kind(info.st_mode)}; not readable by the file tools)"
+        return f"({io.file_kind(info.st_mode)}; not readable by the file tools)"
     return f"({info.st_size:,} bytes)"
 
 
