@@ -8,6 +8,7 @@ on this package, never the other way round.
 # redact.known_secrets, and here it has done so before anything in the core can write a record.
 from . import endpoints, events  # noqa: F401
 from .agent import Agent
+from .budget import Budget
 from .compaction import CompactionResult
 from .deprecation import retired_names as _retired_names
 from .errors import (
@@ -49,6 +50,7 @@ __all__ = [
     "AgentRunFailed",
     "AuthenticationError",
     "BlockToolCall",
+    "Budget",
     "CompactionResult",
     "ContextOverflowError",
     "ContextWindow",

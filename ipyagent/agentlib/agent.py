@@ -29,13 +29,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from .asks import Inbox, PendingAnswers
+from .budget import Budget
 from .bus import EventBus, Listener, Subscription
 from .compaction import CompactionResult
 from .conversation import Conversation
@@ -90,6 +91,11 @@ class Agent:
             default, :func:`~ipyagent.agentlib.tool_choice.call_named_tools`, requires the
             tools that the user's message tells the model to call by name ("call X", "use X");
             see :mod:`ipyagent.agentlib.tool_choice`.
+        budget: Caps on each run's tokens, cost and wall time: a
+            :class:`~ipyagent.agentlib.budget.Budget`, a dict of its fields or a string
+            (``"tokens=50k,cost=0.5,time=5m"``). A run that reaches one stops ``exhausted``.
+        conversation_budget: Caps on the conversation's total tokens and cost (counted in its
+            session file); a run that would pass them stops ``exhausted``.
     """
 
     def __init__(
@@ -117,6 +123,8 @@ class Agent:
         compact_threshold: float | None = 0.85,
         compact_keep: int = 6,
         tool_choice: ToolChoice | ToolChoicePolicy = call_named_tools,
+        budget: Budget | Mapping[str, Any] | str | None = None,
+        conversation_budget: Budget | Mapping[str, Any] | str | None = None,
     ) -> None:
         if max_turns < 1:
             raise UserError(
@@ -148,6 +156,14 @@ class Agent:
         self.compact_threshold = compact_threshold
         self.compact_keep = compact_keep
         self.tool_choice = tool_choice
+        self.budget = Budget.of(budget)
+        self.conversation_budget = Budget.of(conversation_budget)
+        if self.conversation_budget is not None and self.conversation_budget.seconds is not None:
+            raise UserError(
+                "A conversation's budget caps tokens and cost, not time.",
+                hint="Cap each run's time instead: Agent(budget=Budget(seconds=...)).",
+                code="invalid_option",
+            )
         self._project: ProjectContext | None = None
         opened = (
             None if session is None else self._open_session(session, notebook=notebook, messages=messages)
@@ -469,6 +485,8 @@ class Agent:
             compact_threshold=self.compact_threshold,
             compact_keep=self.compact_keep,
             tool_choice=self.tool_choice if tool_choice is None else tool_choice,
+            budget=self.budget,
+            conversation_budget=self.conversation_budget,
         )
 
     def _tools_for_run(self) -> list[Tool]:
@@ -548,6 +566,8 @@ class Agent:
             "compact_threshold": self.compact_threshold,
             "compact_keep": self.compact_keep,
             "tool_choice": self.tool_choice,
+            "budget": self.budget,
+            "conversation_budget": self.conversation_budget,
         }
 
     def _require_writable(self, what: str) -> None:

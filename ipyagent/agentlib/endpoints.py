@@ -35,12 +35,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
+from .config_file import config_path, read_config
 from .errors import UserError
 from .model import Provider
 from .redact import add_secret_source, is_secret_header, redact_url, url_secrets
@@ -325,16 +325,6 @@ def _check_name(name: str) -> None:
         )
 
 
-def config_path() -> Path:
-    """``$IPYAGENT_CONFIG``, else ``$XDG_CONFIG_HOME/ipyagent/config.toml``, else
-    ``~/.config/ipyagent/config.toml``."""
-    explicit = os.environ.get("IPYAGENT_CONFIG")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
-    return Path(base).expanduser() / "ipyagent" / "config.toml"
-
-
 # Config keys and the Endpoint field each sets.
 _CONFIG_FIELDS = {
     "kind": "kind",
@@ -353,29 +343,7 @@ _CONFIG_FIELDS = {
 
 
 def _load_config(path: Path) -> dict[str, dict[str, Any]]:
-    if not path.is_file():
-        return {}
-    # Imported here so that Python 3.10 needs tomli only when a config file exists.
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        try:
-            import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
-        except ImportError as exc:
-            raise UserError(
-                f"Reading {path} needs the 'tomli' package on Python 3.10.",
-                hint="pip install tomli, or upgrade to Python 3.11+.",
-                code="invalid_config",
-            ) from exc
-    try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise UserError(
-            f"Could not read the ipyagent config file {path}: {exc}",
-            hint="Fix the file (it is TOML), or point IPYAGENT_CONFIG at another one.",
-            code="invalid_config",
-        ) from exc
+    data = read_config(path)
     sections = data.get("endpoints", {})
     if not isinstance(sections, dict) or not all(isinstance(v, dict) for v in sections.values()):
         raise UserError(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .asks import Inbox, PendingAnswers
+from .budget import Budget, Spending
 from .bus import EventBus
 from .compaction import CompactionResult, compact, split_point
 from .conversation import Conversation
@@ -55,6 +56,7 @@ from .hooks import BlockToolCall, Hooks, ToolCallInfo, call_hook, hook_name
 from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
 from .parts import PartsAssembler
+from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .result import RunResult
 from .retry import Retries, RetryPolicy
@@ -95,6 +97,9 @@ class RunConfig:
     compact_keep: int = 6
     #: Which tools each request may call: a fixed choice, or a policy asked before each request.
     tool_choice: ToolChoice | ToolChoicePolicy = call_named_tools
+    #: Caps on what this run may spend, and on the conversation's total (see budget.py).
+    budget: Budget | None = None
+    conversation_budget: Budget | None = None
 
 
 class AgentRun:
@@ -149,6 +154,7 @@ class AgentRun:
         # Compaction: at most once per run; the transcript length when the last request was built.
         self._compacted = False
         self._request_mark = 0
+        self.spending = Spending(config.budget, config.conversation_budget)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -157,7 +163,10 @@ class AgentRun:
         for text in self.conversation.take_load_warnings():
             self._emit(RunWarning(code="session_repaired", message=text))
         config = self.config
+        self.spending.start_timer()
         try:
+            if spent := self.spending.before_run(self.conversation.usage):
+                return self._finish("exhausted", spent)  # before the prompt: nothing is committed
             self.conversation.record_settings(config.model, config.settings)
             self._commit(Message.user(_join(self.prompt, self.inbox.take())))
             while True:
@@ -167,6 +176,9 @@ class AgentRun:
                         f"Stopped after {config.max_turns} model turns (max_turns). "
                         "Run again to let the agent continue, or raise max_turns.",
                     )
+                prompt = self.conversation.context_used(config.system + self._schemas())
+                if spent := self.spending.before_request(self.usage, self.conversation.usage, prompt):
+                    return self._finish("exhausted", spent)
                 self.turn += 1
                 reply = await self._model_turn()
                 self._commit(reply)
@@ -189,6 +201,9 @@ class AgentRun:
                         code="repeated_tool_failure",
                     )
         except asyncio.CancelledError:
+            if out_of_time := self.spending.out_of_time():
+                self._tidy_after_interruption()
+                return self._finish("exhausted", out_of_time)
             return self._cancelled()
         except AgentError as exc:
             return self._failed(exc.info)
@@ -204,6 +219,11 @@ class AgentRun:
                     "so you can try again.",
                 )
             )
+        finally:
+            self.spending.stop_timer()
+
+    def _schemas(self) -> str:
+        return "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)
 
     # -- model turns -----------------------------------------------------------------------------
 
@@ -290,12 +310,19 @@ class AgentRun:
         # Every part is already validated; re-validating the whole transcript each turn would
         # make a long conversation quadratic.
         choice = choose(config.tool_choice, self.messages, specs)  # see tool_choice.py
+        settings = config.settings
+        if self.spending.caps_tokens:
+            # A reply may not take the run past its token cap.
+            prompt = self.conversation.context_used(config.system + self._schemas())
+            cap = self.spending.reply_cap(self.usage, self.conversation.usage, prompt)
+            if cap is not None and (settings.max_tokens is None or cap < settings.max_tokens):
+                settings = settings.model_copy(update={"max_tokens": cap})
         request = ModelRequest.model_construct(
             model=self.provider.model_id.split("/", 1)[-1],
             system=config.system,
             messages=list(self.conversation.messages),
             tools=specs,
-            settings=config.settings,
+            settings=settings,
             tool_choice=choice,
             expects_tool_call=expects_tool_call(choice, self.messages, specs),
         )
@@ -322,8 +349,7 @@ class AgentRun:
         limit = self.provider.context_limit or (known.limit if known else None)
         if threshold is None or not limit or not self._can_compact():
             return
-        schemas = "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)
-        if self.conversation.context_used(self.config.system + schemas) >= threshold * limit:
+        if self.conversation.context_used(self.config.system + self._schemas()) >= threshold * limit:
             await self._compact("threshold")
 
     async def _compact(self, reason: Literal["threshold", "overflow"]) -> None:
@@ -346,7 +372,9 @@ class AgentRun:
 
     def _record_usage(self, assembler: PartsAssembler, request: ModelRequest) -> Usage:
         reported = assembler.usage
-        usage = request_usage(reported)
+        usage = priced(request_usage(reported), self.provider.model_id)
+        if warning := self.spending.unpriced_warning(usage, self.provider.model_id):
+            self._emit(warning)
         self.usage = self.usage + usage
         self.conversation.add_usage(usage)
         limit = assembler.context_limit or self.provider.context_limit

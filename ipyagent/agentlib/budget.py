@@ -1,0 +1,245 @@
+"""Caps on what a run or a conversation may spend: tokens, dollars, seconds.
+
+``Agent(budget=Budget(tokens=50_000, cost=0.50, seconds=300))`` caps each run;
+``conversation_budget=`` caps the conversation's total (tokens and cost, counted in its session
+file, so the total survives a restart). In a notebook: ``%%agent --budget tokens=50k,cost=0.5,time=5m``.
+
+The loop checks the caps after every model request and every round of tool calls, and a time cap
+also interrupts whatever is running when it expires. A run that reaches a cap stops with status
+``exhausted`` and a reason saying which cap and how to go on; its transcript is valid, so the next
+run continues it. Tokens are every token the model read or wrote (prompt, cached prompt and
+reply). Cost needs a price (:mod:`~ipyagent.agentlib.prices`): for a model with none, a cost cap
+cannot apply, and the run says so when it starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import UserError
+from .events import RunWarning
+from .usage import Usage
+
+__all__ = ["Budget", "Spending", "check_budget", "spent_tokens"]
+
+_SUFFIXES = {"": 1, "k": 1_000, "m": 1_000_000}
+_SECONDS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
+_SYNTAX = "tokens=50k,cost=0.50,time=5m (any of the three)"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """At most ``tokens`` tokens, ``cost`` US dollars and ``seconds`` of wall time; ``None``
+    caps nothing."""
+
+    tokens: int | None = None
+    cost: float | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("tokens", "cost", "seconds"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not value > 0 or not math.isfinite(value)):
+                raise UserError(
+                    f"A budget's {name} must be a positive number, not {value!r}.",
+                    hint=f"For example Budget(tokens=50_000, cost=0.5, seconds=300), or {_SYNTAX}.",
+                    code="invalid_option",
+                )
+
+    @property
+    def is_empty(self) -> bool:
+        return self.tokens is None and self.cost is None and self.seconds is None
+
+    @classmethod
+    def parse(cls, text: str) -> Budget:
+        """``"tokens=50k,cost=0.50,time=5m"`` (``$0.50``, ``300s``, ``1.5h``, ``2M`` tokens)."""
+        values: dict[str, Any] = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            key, sep, raw = item.partition("=")
+            key, raw = key.strip().lower(), raw.strip().lower()
+            try:
+                if not sep:
+                    raise ValueError
+                if key == "tokens":
+                    values["tokens"] = _scaled(raw, _SUFFIXES, integer=True)
+                elif key == "cost":
+                    values["cost"] = float(raw.removeprefix("$"))
+                elif key in ("time", "seconds"):
+                    values["seconds"] = _scaled(raw, _SECONDS, integer=False)
+                else:
+                    raise ValueError
+            except ValueError:
+                raise UserError(
+                    f"Cannot read the budget {item!r} in {text!r}.",
+                    hint=f"Write {_SYNTAX}.",
+                    code="invalid_option",
+                ) from None
+        return cls(**values)
+
+    @classmethod
+    def of(cls, value: Budget | Mapping[str, Any] | str | None) -> Budget | None:
+        """``value`` as a budget: a :class:`Budget`, a mapping of its fields, a string for
+        :meth:`parse`, or None."""
+        if value is None or isinstance(value, Budget):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        if isinstance(value, Mapping) and set(value) <= {"tokens", "cost", "seconds"}:
+            return cls(**value)
+        raise UserError(
+            f"Invalid budget {value!r}.",
+            hint="Pass Budget(tokens=..., cost=..., seconds=...), a dict of those, or "
+            f"a string like {_SYNTAX}.",
+            code="invalid_option",
+        )
+
+    def __str__(self) -> str:
+        parts = []
+        if self.tokens is not None:
+            parts.append(f"{self.tokens:,} tokens")
+        if self.cost is not None:
+            parts.append(f"${self.cost:.2f}")
+        if self.seconds is not None:
+            parts.append(f"{self.seconds:g} s")
+        return ", ".join(parts) or "no cap"
+
+
+def spent_tokens(usage: Usage) -> int:
+    """Every token the model read or wrote: the prompt (cached or not) and the reply."""
+    return usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
+
+
+def check_budget(budget: Budget | None, usage: Usage, seconds: float, *, scope: str) -> str | None:
+    """Why ``usage`` and ``seconds`` have reached ``budget`` (a sentence for the user), or None.
+    ``scope`` is "run" or "conversation"."""
+    if budget is None:
+        return None
+    again = (
+        "Run again to let the agent go on with a new budget, or raise it."
+        if scope == "run"
+        else "Raise the conversation's budget, or start a new conversation (%agent reset)."
+    )
+    used = spent_tokens(usage)
+    if budget.tokens is not None and used >= budget.tokens:
+        return f"The {scope} used {used:,} tokens, reaching its budget of {budget.tokens:,}. {again}"
+    if budget.cost is not None and usage.cost is not None and usage.cost >= budget.cost:
+        return f"The {scope} cost ${usage.cost:.4f}, reaching its budget of ${budget.cost:.2f}. {again}"
+    if budget.seconds is not None and seconds >= budget.seconds:
+        return f"The {scope} ran {seconds:.1f} s, reaching its time budget of {budget.seconds:g} s. {again}"
+    return None
+
+
+class Spending:
+    """What one run may still spend: the loop asks it before the run, before each request and
+    when the run is interrupted; it owns the run's clock and its time cap."""
+
+    def __init__(self, budget: Budget | None, conversation_budget: Budget | None) -> None:
+        self.budget = budget
+        self.conversation_budget = conversation_budget
+        self._started = time.monotonic()
+        self._timer: asyncio.TimerHandle | None = None
+        self._expired = False
+        self._warned_unpriced = False
+
+    @property
+    def caps_tokens(self) -> bool:
+        return any(b is not None and b.tokens is not None for b in (self.budget, self.conversation_budget))
+
+    def start_timer(self) -> None:
+        """Cancel the current task when the run's time budget runs out, wherever it is (a stream,
+        a tool, a question to the user); :meth:`out_of_time` then tells that cancellation apart
+        from the user's."""
+        self._started = time.monotonic()
+        seconds = self.budget.seconds if self.budget is not None else None
+        task = asyncio.current_task()
+        if seconds is None or task is None:
+            return
+
+        def expire() -> None:
+            self._expired = True
+            task.cancel()
+
+        self._timer = asyncio.get_running_loop().call_later(seconds, expire)
+
+    def stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def out_of_time(self) -> str | None:
+        """After a cancellation: the reason when it was the time cap's (the task's cancel request
+        is withdrawn: it has been handled), else None (the user stopped the run)."""
+        if not self._expired or self.budget is None or self.budget.seconds is None:
+            return None
+        task = asyncio.current_task()
+        if task is not None and hasattr(task, "uncancel"):  # Python 3.11+
+            task.uncancel()
+        seconds = max(time.monotonic() - self._started, self.budget.seconds)
+        return check_budget(self.budget, Usage(), seconds, scope="run")
+
+    def before_run(self, conversation: Usage) -> str | None:
+        """Why the run may not start (the conversation has spent its budget), or None."""
+        return check_budget(self.conversation_budget, conversation, 0.0, scope="conversation")
+
+    def before_request(self, run: Usage, conversation: Usage, prompt_tokens: int) -> str | None:
+        """Why the run must stop before its next request, or None: a cap reached, or a token cap
+        that the next request's prompt (``prompt_tokens``, estimated) alone would pass."""
+        seconds = time.monotonic() - self._started
+        spent = check_budget(self.budget, run, seconds, scope="run") or self.before_run(conversation)
+        if spent:
+            return spent
+        for budget, usage, scope in (
+            (self.budget, run, "run"),
+            (self.conversation_budget, conversation, "conversation"),
+        ):
+            if (
+                budget is None
+                or budget.tokens is None
+                or spent_tokens(usage) + prompt_tokens <= budget.tokens
+            ):
+                continue
+            advice = (
+                "Run again with a larger budget." if scope == "run" else "Raise the conversation's budget."
+            )
+            return (
+                f"The next request (~{prompt_tokens:,} tokens of prompt) would pass the {scope}'s budget of "
+                f"{budget.tokens:,} tokens ({spent_tokens(usage):,} used). {advice}"
+            )
+        return None
+
+    def reply_cap(self, run: Usage, conversation: Usage, prompt_tokens: int) -> int | None:
+        """The most tokens the next reply may have for the run to stay within its token caps."""
+        caps = [
+            budget.tokens - spent_tokens(usage) - prompt_tokens
+            for budget, usage in ((self.budget, run), (self.conversation_budget, conversation))
+            if budget is not None and budget.tokens is not None
+        ]
+        return max(1, min(caps)) if caps else None
+
+    def unpriced_warning(self, usage: Usage, model_id: str) -> RunWarning | None:
+        """Once per run: a cost cap is set, but this request has no cost (no known price)."""
+        capped = any(b is not None and b.cost is not None for b in (self.budget, self.conversation_budget))
+        if usage.cost is not None or not capped or self._warned_unpriced:
+            return None
+        self._warned_unpriced = True
+        return RunWarning(
+            code="no_price",
+            message=f"No price is known for {model_id}, so the cost cap cannot apply; "
+            "tokens are counted and capped as set.",
+            hint='Add its price to ~/.config/ipyagent/config.toml: [prices."MODEL"] input = ..., '
+            "output = ... (dollars per million tokens), or cap tokens instead.",
+        )
+
+
+def _scaled(raw: str, units: Mapping[str, float], *, integer: bool) -> Any:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", raw)
+    if match is None or match.group(2) not in units:
+        raise ValueError(raw)
+    value = float(match.group(1)) * units[match.group(2)]
+    return round(value) if integer else value
