@@ -156,14 +156,8 @@ class Agent:
         self.compact_threshold = compact_threshold
         self.compact_keep = compact_keep
         self.tool_choice = tool_choice
-        self.budget = Budget.of(budget)
-        self.conversation_budget = Budget.of(conversation_budget)
-        if self.conversation_budget is not None and self.conversation_budget.seconds is not None:
-            raise UserError(
-                "A conversation's budget caps tokens and cost, not time.",
-                hint="Cap each run's time instead: Agent(budget=Budget(seconds=...)).",
-                code="invalid_option",
-            )
+        self.budget = budget  # the setter coerces a dict or a string
+        self.conversation_budget = conversation_budget
         self._project: ProjectContext | None = None
         opened = (
             None if session is None else self._open_session(session, notebook=notebook, messages=messages)
@@ -213,6 +207,31 @@ class Agent:
     def settings(self, value: ModelSettings) -> None:
         self._settings = value
         self._record_settings()
+
+    @property
+    def budget(self) -> Budget | None:
+        """Caps on each run (see ``Agent(budget=...)``); set a Budget, a dict or a string."""
+        return self._budget
+
+    @budget.setter
+    def budget(self, value: Budget | Mapping[str, Any] | str | None) -> None:
+        self._budget = Budget.of(value)
+
+    @property
+    def conversation_budget(self) -> Budget | None:
+        """Caps on the conversation's total tokens and cost."""
+        return self._conversation_budget
+
+    @conversation_budget.setter
+    def conversation_budget(self, value: Budget | Mapping[str, Any] | str | None) -> None:
+        budget = Budget.of(value)
+        if budget is not None and budget.seconds is not None:
+            raise UserError(
+                "A conversation's budget caps tokens and cost, not time.",
+                hint="Cap each run's time instead: Agent(budget=Budget(seconds=...)).",
+                code="invalid_option",
+            )
+        self._conversation_budget = budget
 
     @property
     def tool_choice(self) -> ToolChoice | ToolChoicePolicy:

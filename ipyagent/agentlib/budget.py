@@ -222,6 +222,21 @@ class Spending:
         ]
         return max(1, min(caps)) if caps else None
 
+    def readout(self, run: Usage) -> str | None:
+        """What the run has spent of each of its caps, for a meter: "12,400 / 50,000 tokens ·
+        $0.21 / $0.50 · 40 s / 300 s"; None without a run budget."""
+        budget = self.budget
+        if budget is None or budget.is_empty:
+            return None
+        parts = []
+        if budget.tokens is not None:
+            parts.append(f"{spent_tokens(run):,} / {budget.tokens:,} tokens")
+        if budget.cost is not None:
+            parts.append(f"${run.cost:.2f} / ${budget.cost:.2f}" if run.cost is not None else "cost unknown")
+        if budget.seconds is not None:
+            parts.append(f"{time.monotonic() - self._started:.0f} s / {budget.seconds:g} s")
+        return " · ".join(parts)
+
     def unpriced_warning(self, usage: Usage, model_id: str) -> RunWarning | None:
         """Once per run: a cost cap is set, but this request has no cost (no known price)."""
         capped = any(b is not None and b.cost is not None for b in (self.budget, self.conversation_budget))

@@ -264,6 +264,9 @@ class UsageUpdated(_Event):
     request: Usage
     total: Usage
     context: ContextWindow
+    #: What the run has spent of its budget, e.g. "12,400 / 50,000 tokens · $0.21 / $0.50";
+    #: None when the run has no budget.
+    budget: str | None = None
 
 
 class MessageCommitted(_Event):

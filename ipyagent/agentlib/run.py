@@ -391,7 +391,14 @@ class AgentRun:
                 used=estimate_tokens(request.system, self.conversation.messages), limit=limit
             )
             self.conversation.observe_context(context)
-        self._emit(UsageUpdated(request=usage, total=self.conversation.usage, context=context))
+        self._emit(
+            UsageUpdated(
+                request=usage,
+                total=self.conversation.usage,
+                context=context,
+                budget=self.spending.readout(self.usage),
+            )
+        )
         return usage
 
     # -- tools -----------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from .front_end import no_front_end, running_cell_id
 from .interpolate import interpolate
 from .notebook_path import former_sessions, session_file
 from .runner import run_blocking
-from .state import KernelState, kernel_hooks
+from .state import KernelState, RunSpent, kernel_hooks
 from .tools import GROUPS, kernel_tools
 from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_available
 
@@ -84,6 +84,7 @@ HELP = """\
   --tools LIST             tool groups python,notebook,files (default: all) and your own
                            functions by name, e.g. --tools python,lookup_price
   --max-turns N            model calls allowed in this run
+  --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
   --thinking LEVEL         none | low | medium | high
   -o/--output VAR          store the result object (text, messages, usage, status) in VAR
   --quiet                  show nothing while running
@@ -92,7 +93,7 @@ HELP = """\
 %agent model [ID]          show or set the model for this kernel
 %agent models              configured endpoints and whether each one's key is set
 %agent session [list|new|NAME]
-%agent usage               tokens and cost of the current conversation
+%agent usage               tokens and cost of the current conversation and of each run
 %agent history             the conversation so far
 %agent compact             summarize older turns to free context
 %agent reset               forget the current conversation
@@ -108,6 +109,12 @@ class AgentMagics(Magics):
     model = Unicode(None, allow_none=True, help="Default model id, e.g. 'openai/gpt-4.1'.").tag(config=True)
     auto_approve = Bool(False, help="Run tools that change things without asking.").tag(config=True)
     max_turns = Int(30, help="Model calls allowed in one %%agent run.").tag(config=True)
+    budget = Unicode(
+        None, allow_none=True, help="Caps on each run, e.g. 'tokens=50k,cost=0.50,time=5m'."
+    ).tag(config=True)
+    conversation_budget = Unicode(
+        None, allow_none=True, help="Caps on each conversation's total, e.g. 'tokens=2M,cost=5'."
+    ).tag(config=True)
     session_dir = Unicode(
         None, allow_none=True, help="Folder for conversation files (default: beside the notebook)."
     ).tag(config=True)
@@ -134,6 +141,7 @@ class AgentMagics(Magics):
         "--tools", default=None, help="Tool groups (python,notebook,files) and your own functions' names."
     )
     @argument("--max-turns", type=int, default=None, help="Model calls allowed in this run.")
+    @argument("--budget", default=None, help="Caps on this run: tokens=50k,cost=0.50,time=5m.")
     @argument("--thinking", default=None, choices=["none", "low", "medium", "high"], help="Reasoning effort.")
     @argument("-o", "--output", default=None, help="Store the result object in this variable.")
     @argument("--quiet", action="store_true", help="Show nothing while the run is in progress.")
@@ -177,6 +185,10 @@ class AgentMagics(Magics):
         agent.auto_approve = bool(args.yes or self.auto_approve)
         agent.can_write = not args.read_only
         agent.max_turns = args.max_turns or self.max_turns
+        from ..agentlib.budget import Budget
+
+        agent.budget = Budget.of(args.budget or self.budget)
+        agent.conversation_budget = Budget.of(self.conversation_budget)
         thinking = args.thinking or self.thinking
         agent.settings = agent.settings.model_copy(update={"thinking": thinking})
         groups = [g.strip() for g in (args.tools or self.tools).split(",") if g.strip()]
@@ -274,6 +286,9 @@ class AgentMagics(Magics):
         return TerminalRenderer(show_thinking=self.show_thinking)
 
     def _conclude(self, result: RunResult | None, interrupted: bool) -> None:
+        if result is not None:
+            model = next((m.model for m in reversed(result.messages) if m.model), "")
+            self.state.runs.append(RunSpent(model=model, status=result.status, usage=result.usage))
         if interrupted or result is None or result.status == "cancelled":
             print("Run cancelled; the conversation is kept and the next %%agent continues it.")
             if interrupted:
@@ -414,8 +429,29 @@ class AgentMagics(Magics):
         if agent is None:
             print("No conversation yet.")
             return
-        print(f"usage: {agent.usage} over {agent.usage.requests} request(s)")
+        print(f"conversation: {agent.usage} over {agent.usage.requests} request(s)")
         print(f"context: {agent.context}")
+        caps = [
+            f"{scope} {b}"
+            for scope, b in (("run", agent.budget), ("conversation", agent.conversation_budget))
+            if b
+        ]
+        if caps:
+            print(f"budget: {'; '.join(caps)}")
+        if agent.usage.requests and agent.usage.cost is None:
+            print(
+                "cost: no price is known for this conversation's model, so only tokens are shown "
+                '(add one to ~/.config/ipyagent/config.toml: [prices."MODEL"] input = ..., output = ...)'
+            )
+        runs = self.state.runs
+        if runs:
+            print(f"runs in this kernel ({len(runs)}):")
+            for number, run in enumerate(runs, 1):
+                print(f"  {number:>3}. {run.status:<9} {run.model or '?'}: {run.usage}")
+            from ..agentlib.usage import Usage
+
+            total = sum((r.usage for r in runs), Usage())
+            print(f"  total: {total}")
 
     def _cmd_history(self, rest: list[str]) -> None:
         agent = self._current()

@@ -17,8 +17,9 @@ if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.background import BackgroundLoop
     from ..agentlib.hooks import Hooks
     from ..agentlib.model import Provider
+    from ..agentlib.usage import Usage
 
-__all__ = ["KernelState", "kernel_hooks"]
+__all__ = ["KernelState", "RunSpent", "kernel_hooks"]
 
 _hooks: list[Hooks] = []
 
@@ -30,6 +31,15 @@ def kernel_hooks() -> Hooks:
 
         _hooks.append(Hooks())
     return _hooks[0]
+
+
+@dataclass(frozen=True)
+class RunSpent:
+    """One run's line in ``%agent usage``."""
+
+    model: str
+    status: str
+    usage: Usage
 
 
 @dataclass
@@ -45,6 +55,8 @@ class KernelState:
     #: The models this kernel's runs used, in the order first used (``python -m ipyagent run``
     #: reports them).
     models_used: list[str] = field(default_factory=list)
+    #: What each ``%%agent`` run of this kernel spent, in order (``%agent usage`` lists them).
+    runs: list[RunSpent] = field(default_factory=list)
     #: The comms with the pages showing this kernel's notebook (opened by ``%load_ext``).
     live: LiveNotebook = field(init=False)
 

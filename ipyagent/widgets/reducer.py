@@ -280,6 +280,7 @@ class ViewReducer:
                     "output": event.total.output_tokens,
                     "cost": event.total.cost,
                     "context": str(event.context),
+                    "budget": event.budget,
                 }
             )
         elif isinstance(event, ev.RunFinished):

@@ -159,6 +159,7 @@ class UsageView(TypedDict):
     output: int
     cost: float | None
     context: str  # the context window readout, e.g. "~1,280 / 32,768 tokens (4%)"
+    budget: str | None  # what the run has spent of its caps, e.g. "$0.21 / $0.50"; None: no caps
 
 
 class ViewState(TypedDict):

@@ -338,6 +338,7 @@ export function usageText(usage) {
   }
   if (Number.isFinite(usage.cost)) parts.push(formatCost(usage.cost));
   if (typeof usage.context === "string" && usage.context) parts.push(`context ${usage.context}`);
+  if (typeof usage.budget === "string" && usage.budget) parts.push(`budget ${usage.budget}`);
   return parts.join(" · ");
 }
 

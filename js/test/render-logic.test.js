@@ -29,6 +29,10 @@ describe("labels and footer", () => {
       "1,200 in · 80 out · context ~1,280 / 32,768 tokens (4%)",
     );
     assert.equal(usageText({ input: 5, output: 1, cost: 0.0123 }), "5 in · 1 out · $0.012");
+    assert.equal(
+      usageText({ input: 5, output: 1, cost: 0.21, budget: "$0.21 / $0.50" }),
+      "5 in · 1 out · $0.21 · budget $0.21 / $0.50",
+    );
     assert.equal(usageText({}), "");
     assert.equal(usageText(null), "");
   });

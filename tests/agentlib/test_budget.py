@@ -9,7 +9,7 @@ import pytest
 
 from ipyagent import Agent, Budget, tool
 from ipyagent.agentlib.errors import UserError
-from ipyagent.agentlib.events import RunWarning
+from ipyagent.agentlib.events import RunWarning, UsageUpdated
 from ipyagent.agentlib.messages import ToolCallBlock
 from ipyagent.testing import ScriptedModel, pause, text, tool_call, usage
 
@@ -57,7 +57,10 @@ def test_a_conversation_budget_caps_no_time() -> None:
 async def test_a_token_cap_stops_the_run_between_turns_with_a_valid_transcript() -> None:
     model = ScriptedModel([*looping(10), "Done."])
     agent = Agent(model=model, tools=[lookup], budget=Budget(tokens=2_500))
+    meter: list[str | None] = []
+    agent.on(UsageUpdated, lambda e: meter.append(e.budget))
     result = await agent.run("Look up everything.")
+    assert meter == ["1,100 / 2,500 tokens", "2,200 / 2,500 tokens"]  # what the run view shows
     assert result.status == "exhausted"
     assert "2,500" in result.reason and "tokens" in result.reason
     assert result.usage.total_tokens == 2_200  # two turns of 1,100: the third would pass the cap

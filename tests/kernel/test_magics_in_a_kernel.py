@@ -295,3 +295,26 @@ def test_a_renamed_notebook_says_where_its_conversation_is_and_can_continue_it(j
         assert not (jupyter_env / "report.agent.jsonl").exists()
     finally:
         kernel.close()
+
+
+def test_a_budget_stops_a_run_and_usage_lists_each_runs_cost(kernel: Kernel) -> None:
+    kernel.run(
+        SETUP
+        + "from ipyagent.testing import usage\n"
+        + "spent = usage(input_tokens=100_000, output_tokens=10_000)\n"
+        + "turn = [tool_call('describe_variable', {'name': 'x'}), spent]\n"
+        + "x = 3\n"
+        + "m = ScriptedModel([turn] * 5 + ['Done.'], model_id='openai/gpt-4.1')"
+    )
+    reply, outputs = kernel.run("%%agent -m m -o res --budget cost=0.50\nLook at x again and again.")
+    assert reply["status"] == "ok", reply
+    assert "reaching its budget of $0.50" in text_of(outputs)  # the cell says why it stopped
+    _, outputs = kernel.run("print(res.status, len(m.requests), round(res.usage.cost, 2))")
+    assert text_of(outputs).strip() == "exhausted 2 0.56"  # $0.28 a turn at gpt-4.1's price
+    _, outputs = kernel.run("%agent usage")
+    shown = text_of(outputs)
+    assert "budget: run $0.50" in shown
+    assert "1. exhausted openai/gpt-4.1: 200,000 in / 20,000 out · $0.5600" in shown
+    reply, outputs = kernel.run("%%agent -m m --budget tokens=lots\nAgain.")
+    assert reply["status"] == "error"
+    assert "Cannot read the budget 'tokens=lots'" in text_of(outputs)
