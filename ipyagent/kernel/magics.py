@@ -218,6 +218,10 @@ class AgentMagics(Magics):
             cell_id=cell_id,
         ):
             agent.add_tool(t)
+        if self._someone_may_answer(args):
+            from ..agentlib.ask_tool import ask_user_tool
+
+            agent.add_tool(ask_user_tool())
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run
         if model_id not in self.state.models_used:
             self.state.models_used.append(model_id)
@@ -273,6 +277,19 @@ class AgentMagics(Magics):
         if new:
             agent.reset()
         return agent
+
+    def _someone_may_answer(self, args: Any) -> bool:
+        """Whether a view will show the model's questions: a widget in a front end. A headless
+        run (nbval, `python -m ipyagent run`), a --quiet cell or terminal IPython is not offered
+        ``ask_user``, a question nobody could answer."""
+        in_kernel = self.shell is not None and getattr(self.shell, "kernel", None) is not None
+        return (
+            in_kernel
+            and not getattr(args, "quiet", False)
+            and self.widgets
+            and widgets_available()
+            and no_front_end(self.shell) is None
+        )
 
     def _renderer(self, agent: Agent, quiet: bool, poll: Callable[[], None] | None) -> Renderer:
         from .render import DisplayRenderer, QuietRenderer, TerminalRenderer

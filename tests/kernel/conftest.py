@@ -49,8 +49,26 @@ class Kernel:
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
 
-    def send(self, code: str) -> str:
-        return self.kc.execute(code, allow_stdin=False)
+    def send(self, code: str, *, as_page: bool = False) -> str:
+        """Execute ``code`` as nbclient does (no input, no cell id: headless), or ``as_page``: as
+        a notebook page does (input allowed, a cell id), which the kernel cannot tell from one
+        showing the cell."""
+        if not as_page:
+            return self.kc.execute(code, allow_stdin=False)
+        msg = self.kc.session.msg(
+            "execute_request",
+            {
+                "code": code,
+                "silent": False,
+                "store_history": True,
+                "user_expressions": {},
+                "allow_stdin": True,
+                "stop_on_error": True,
+            },
+            metadata={"cellId": "test-cell"},
+        )
+        self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
 
     def collect(self, msg_id: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Outputs of ``msg_id`` (display updates applied in place), then its execute_reply."""
@@ -77,8 +95,10 @@ class Kernel:
             if reply["parent_header"].get("msg_id") == msg_id:
                 return reply["content"], outputs
 
-    def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        return self.collect(self.send(code), timeout)
+    def run(
+        self, code: str, timeout: float = 60, *, as_page: bool = False
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return self.collect(self.send(code, as_page=as_page), timeout)
 
     def restart(self) -> None:
         self.km.restart_kernel(now=True)

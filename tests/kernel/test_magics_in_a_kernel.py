@@ -318,3 +318,22 @@ def test_a_budget_stops_a_run_and_usage_lists_each_runs_cost(kernel: Kernel) -> 
     reply, outputs = kernel.run("%%agent -m m --budget tokens=lots\nAgain.")
     assert reply["status"] == "error"
     assert "Cannot read the budget 'tokens=lots'" in text_of(outputs)
+
+
+def test_the_model_may_ask_the_user_where_a_view_could_show_the_question(kernel: Kernel) -> None:
+    ask = "tool_call('ask_user', {'question': 'Which column?', 'choices': ['price', 'amount']})"
+    kernel.run(SETUP + f"m = ScriptedModel([{ask}, 'I will guess.'])")
+    # A request like a page's may come from a front end: the tool is offered. Nobody shows the
+    # view here, so after the grace the question is declined and the model told no one answers.
+    reply, outputs = kernel.run("%%agent -m m\nTotal the sales.", as_page=True)
+    assert reply["status"] == "ok", reply
+    _, outputs = kernel.run(
+        "print('ask_user' in [t.name for t in m.requests[0].tools])\n"
+        "print(m.requests[1].messages[-1].tool_results[0].content[:31])"
+    )
+    assert text_of(outputs).split("\n")[:2] == ["True", "No one is here to answer (the r"]
+    # A request as nbclient sends it (nbval, `python -m ipyagent run`): headless, not offered.
+    kernel.run("m2 = ScriptedModel(['Fine.'])")
+    kernel.run("%%agent -m m2\nTotal the sales.")
+    _, outputs = kernel.run("print('ask_user' in [t.name for t in m2.requests[0].tools])")
+    assert text_of(outputs).strip() == "False"
