@@ -281,10 +281,14 @@ class AgentMagics(Magics):
     def _someone_may_answer(self, args: Any) -> bool:
         """Whether a view will show the model's questions: a widget in a front end. A headless
         run (nbval, `python -m ipyagent run`), a --quiet cell or terminal IPython is not offered
-        ``ask_user``, a question nobody could answer."""
+        ``ask_user``, a question nobody could answer; nor is a recording or a replay, which must
+        offer the same tools in a page and headless."""
+        from .cassettes import replay_mode
+
         in_kernel = self.shell is not None and getattr(self.shell, "kernel", None) is not None
         return (
             in_kernel
+            and not replay_mode().active
             and not getattr(args, "quiet", False)
             and self.widgets
             and widgets_available()
