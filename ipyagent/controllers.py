@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import assert_never
@@ -35,6 +35,7 @@ from .widgets.views import AgentView
 if TYPE_CHECKING:
     import concurrent.futures
 
+    from .agentlib.attachments import Attachment
     from .agentlib.background import BackgroundLoop
     from .agentlib.bus import Subscription
     from .agentlib.events import AskUserRequired, PermissionRequired
@@ -136,10 +137,13 @@ class ChatController(ViewController):
         loop: BackgroundLoop | None = None,
         wait_for: Callable[[concurrent.futures.Future[Any], float | None], Any] | None = None,
         hello_grace: float = HELLO_GRACE,
+        mentions: Callable[[str], Sequence[Attachment]] | None = None,
     ) -> None:
         from .agentlib.background import shared_loop
 
         super().__init__(view, agent, hello_grace=hello_grace)
+        #: What a message's ``@name`` mentions attach (the kernel's: variables' summaries).
+        self.mentions = mentions
         self.chat = view
         self._loop = loop or shared_loop()
         # How to block for a run: in a kernel, while serving the jobs its tools send to the main
@@ -195,7 +199,8 @@ class ChatController(ViewController):
     async def _run(self, text: str) -> RunResult | None:
         ticker = asyncio.ensure_future(self._flush_periodically())
         try:
-            return await self.agent.run(text)
+            attachments = self.mentions(text) if self.mentions is not None else ()
+            return await self.agent.run(text, attachments=attachments)
         except AgentError as exc:  # misconfiguration (no model, no key): shown in the chat
             info = exc.info
             self.chat.add_error(info.code, info.message, info.hint, info.retryable)
@@ -243,11 +248,14 @@ class ChatWidget(ChatView):
         wait_for: Callable[[concurrent.futures.Future[Any], float | None], Any] | None = None,
         interval: float | None = None,
         hello_grace: float = HELLO_GRACE,
+        mentions: Callable[[str], Sequence[Attachment]] | None = None,
         **kwargs: Any,
     ) -> None:
         agent = agent if agent is not None else Agent()
         super().__init__(models=models or suggested_models(agent), interval=interval, **kwargs)
-        self.controller = ChatController(agent, self, loop=loop, wait_for=wait_for, hello_grace=hello_grace)
+        self.controller = ChatController(
+            agent, self, loop=loop, wait_for=wait_for, hello_grace=hello_grace, mentions=mentions
+        )
 
     @property
     def agent(self) -> Agent:

@@ -105,3 +105,23 @@ def test_a_model_that_cannot_be_used_is_reported_in_the_chat() -> None:
         assert chat.state["model"] == "ollama/qwen3"
     finally:
         chat.close()
+
+
+def test_mentions_in_a_chat_message_go_with_it() -> None:
+    import pandas as pd
+
+    from ipyagent.kernel.mentions import mentioned_variables
+
+    namespace = {"sales": pd.DataFrame({"region": ["north", "south"], "units": [3, 5]})}
+    model = ScriptedModel(["Two regions."])
+    chat = ChatWidget(
+        Agent(model=model), interval=0, mentions=lambda text: mentioned_variables(text, namespace)
+    )
+    try:
+        click(chat, {"action": "send", "text": "How many regions in @sales?"})
+        chat.wait(30)
+        [message] = model.requests[0].messages
+        assert message.text.startswith("How many regions in @sales?")
+        assert '<variable name="sales">' in message.text and "units" in message.text
+    finally:
+        chat.close()

@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .asks import Inbox, PendingAnswers
+from .attachments import Attachment, attachment_blocks
 from .budget import Budget
 from .bus import EventBus, Listener, Subscription
 from .compaction import CompactionResult
@@ -373,17 +374,24 @@ class Agent:
     # -- runs ------------------------------------------------------------------------------------
 
     async def run(
-        self, prompt: str, *, tool_choice: ToolChoice | ToolChoicePolicy | None = None
+        self,
+        prompt: str,
+        *,
+        tool_choice: ToolChoice | ToolChoicePolicy | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> RunResult:
         """Run the agent on ``prompt`` until the model answers; return the :class:`RunResult`.
 
         Failures do not raise: they come back as ``status="failed"`` with ``error`` set (call
         ``result.raise_for_status()`` to raise). Only misconfiguration raises :class:`UserError`.
         ``tool_choice`` replaces the agent's for this run (see ``Agent(tool_choice=...)``).
+        ``attachments`` go with the prompt: image files as images, text files as their text,
+        or blocks (see :mod:`ipyagent.agentlib.attachments`).
         """
         self._require_idle("run")
         self._require_writable("run")
         choice = None if tool_choice is None else check_tool_choice(tool_choice)
+        attached = attachment_blocks(attachments)
         provider = self.provider
         self._loop = asyncio.get_running_loop()
         self._refresh_project()
@@ -391,6 +399,7 @@ class Agent:
             self._conversation,
             self._run_config(provider, choice),
             prompt,
+            attachments=attached,
             bus=self._bus,
             answers=self._answers,
             inbox=self._inbox,
@@ -410,12 +419,18 @@ class Agent:
         finally:
             self._task = None
 
-    def run_sync(self, prompt: str, *, tool_choice: ToolChoice | ToolChoicePolicy | None = None) -> RunResult:
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        tool_choice: ToolChoice | ToolChoicePolicy | None = None,
+        attachments: Sequence[Attachment] = (),
+    ) -> RunResult:
         """:meth:`run` for scripts. In a notebook or any running event loop, use ``await agent.run(...)``."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, tool_choice=tool_choice))
+            return asyncio.run(self.run(prompt, tool_choice=tool_choice, attachments=attachments))
         raise UserError(
             "run_sync() cannot be used while an event loop is running (as in Jupyter).",
             hint="Use `await agent.run(...)` instead, or the %%agent cell magic.",
@@ -423,11 +438,15 @@ class Agent:
         )
 
     async def stream(
-        self, prompt: str, *, tool_choice: ToolChoice | ToolChoicePolicy | None = None
+        self,
+        prompt: str,
+        *,
+        tool_choice: ToolChoice | ToolChoicePolicy | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> AsyncIterator[AgentEvent]:
         """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run."""
         queue = self._bus.open_stream()
-        task = asyncio.ensure_future(self.run(prompt, tool_choice=tool_choice))
+        task = asyncio.ensure_future(self.run(prompt, tool_choice=tool_choice, attachments=attachments))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:

@@ -110,6 +110,7 @@ class AgentRun:
         conversation: The transcript the run continues and commits to.
         config: What the run reads of the agent's configuration.
         prompt: The user's message that starts the run.
+        attachments: Blocks sent with it (files, images, variable summaries).
         bus: Where events go; a listener or stream on it is who can answer permission prompts
             and questions.
         answers: Where those answers arrive (from any thread).
@@ -123,6 +124,7 @@ class AgentRun:
         config: RunConfig,
         prompt: str,
         *,
+        attachments: Sequence[ContentBlock] = (),
         bus: EventBus,
         answers: PendingAnswers | None = None,
         inbox: Inbox | None = None,
@@ -132,6 +134,7 @@ class AgentRun:
         self.config = config
         self.provider = config.provider
         self.prompt = prompt
+        self.attachments = tuple(attachments)
         self.bus = bus
         self.answers = answers if answers is not None else PendingAnswers()
         self.inbox = inbox if inbox is not None else Inbox()
@@ -168,7 +171,7 @@ class AgentRun:
             if spent := self.spending.before_run(self.conversation.usage):
                 return self._finish("exhausted", spent)  # before the prompt: nothing is committed
             self.conversation.record_settings(config.model, config.settings)
-            self._commit(Message.user(_join(self.prompt, self.inbox.take())))
+            self._commit(Message.user(_join(self.prompt, self.inbox.take()), *self.attachments))
             while True:
                 if self.turn >= config.max_turns:
                     return self._finish(

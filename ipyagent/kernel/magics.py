@@ -30,6 +30,7 @@ from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_availab
 # `%load_ext ipyagent` stays fast; these names are for the type checker only.
 if TYPE_CHECKING:
     from ..agentlib.agent import Agent
+    from ..agentlib.messages import TextBlock
     from ..agentlib.model import Provider
     from ..agentlib.result import RunResult
     from .runner import Renderer
@@ -341,7 +342,16 @@ class AgentMagics(Magics):
         args = parse_argstring(self.agent, " ".join(rest))
         agent = self._agent(args.session, new=args.new)
         self._configure(agent, args)
-        return ChatWidget(agent, loop=self.state.loop, wait_for=self.state.main.serve_until)
+        namespace = self.shell.user_ns if self.shell is not None else {}
+
+        def mentions(text: str) -> list[TextBlock]:
+            from .mentions import mentioned_variables
+
+            return mentioned_variables(text, namespace)
+
+        return ChatWidget(
+            agent, loop=self.state.loop, wait_for=self.state.main.serve_until, mentions=mentions
+        )
 
     def _cmd_replay(self, rest: list[str]) -> None:
         """The old spelling of ``%agent cassette``, kept for one release."""
