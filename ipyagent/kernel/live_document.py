@@ -1,4 +1,5 @@
-"""The live document: the open notebook as the user sees it, read from the page.
+"""The live document: the open notebook as the user sees it, read from the page, and the page's
+answers to the kernel's edits of it.
 
 :class:`LiveDocument` is what the page answers to ``read_notebook`` (``labext/src/snapshot.js``
 builds it from the notebook model, so unsaved edits are in it), validated here at the boundary:
@@ -25,6 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..agentlib.errors import AgentError
 
 __all__ = [
+    "Conflict",
+    "EditAnswer",
+    "EditedCell",
     "ErrorOutput",
     "LiveCell",
     "LiveDocument",
@@ -35,6 +39,8 @@ __all__ = [
     "PageTimeout",
     "ResultOutput",
     "StreamOutput",
+    "UndoAnswer",
+    "UndoneCell",
     "UnknownOutput",
 ]
 
@@ -175,6 +181,47 @@ class LiveDocument(_Frozen):
         """The cell that failed last (if read): the one with an error and the highest
         execution count."""
         return None if self.last_failed_cell_id is None else self.cell(self.last_failed_cell_id)
+
+
+class EditedCell(_Frozen):
+    """A cell an op touched, and where it is after the edit (None: deleted)."""
+
+    cell_id: str
+    index: int | None = None
+
+
+class Conflict(_Frozen):
+    """A cell whose source is not what the edit expected: its source now, or "gone"."""
+
+    cell_id: str
+    index: int | None = None
+    source: str
+
+
+class EditAnswer(_Frozen):
+    """The page's answer to ``edit``: applied (every op), or not at all, with the conflicts."""
+
+    applied: bool
+    #: One per op, in order (applied).
+    cells: tuple[EditedCell, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+
+
+class UndoneCell(_Frozen):
+    cell_id: str
+    index: int | None = None
+    #: Why it was left alone (kept cells).
+    why: str = ""
+    #: Its source now (a cell changed since the edit).
+    source: str | None = None
+
+
+class UndoAnswer(_Frozen):
+    """The page's answer to ``undo_edit``: the cells put back, and those left alone because the
+    user changed them since (or they are gone)."""
+
+    undone: tuple[UndoneCell, ...] = ()
+    kept: tuple[UndoneCell, ...] = ()
 
 
 class LiveNotebookError(AgentError):
