@@ -204,6 +204,7 @@ class AgentMagics(Magics):
             protected=protected,
             live=self.state.live,
             cell_id=cell_id,
+            session=agent.session.path.name if agent.session is not None else None,
         ):
             agent.add_tool(t)
         model_id = agent.provider.model_id  # resolves now: a missing key fails before the run

@@ -176,7 +176,9 @@ def test_the_page_finds_the_kernel_after_a_reload_and_after_a_restart(page: Any,
     # the kernel's welcome): the notebook's node says when.
     page.reload()
     open_notebook(page, lab, name)
-    page.wait_for_selector(".jp-NotebookPanel[data-ipyagent-live='connected']", state="attached", timeout=30_000)
+    page.wait_for_selector(
+        ".jp-NotebookPanel[data-ipyagent-live='connected']", state="attached", timeout=30_000
+    )
     run_cell(page, 1)
     wait_cell_done(page, 1)
     assert outputs_text(page, 1).strip() == name

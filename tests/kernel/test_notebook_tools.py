@@ -175,7 +175,7 @@ async def test_edit_is_refused_when_the_cell_changed(notebook: Path) -> None:
 async def test_edit_applies_when_the_source_matches_and_clears_outputs(notebook: Path) -> None:
     arguments = {"cell_id": "load", "old_source": "df = load()\ndf.head()", "new_source": "df = load(2)"}
     block = await call(notebook, "edit_cell", arguments)
-    assert block.content == "Edited cell load in analysis.ipynb."
+    assert block.content == "Edited cell load in the saved file analysis.ipynb."
     cell = nbformat.read(str(notebook), as_version=4).cells[1]
     assert (cell.id, cell.source, cell.outputs, cell.execution_count) == ("load", "df = load(2)", [], None)
     assert [c[0] for c in cells(notebook)] == ["title", "load", "noisy", "broken"]
@@ -194,7 +194,7 @@ async def test_delete_is_guarded_by_the_old_source(notebook: Path) -> None:
     assert "nothing was deleted" in block.content
     assert saved(notebook) == before
     block = await call(notebook, "delete_cell", {"cell_id": "broken", "old_source": "1 / 0"})
-    assert block.content == "Deleted cell broken (it was at index 3) from analysis.ipynb."
+    assert block.content == "Deleted cell broken (it was at index 3) from the saved file analysis.ipynb."
     assert [c[0] for c in cells(notebook)] == ["title", "load", "noisy"]
 
 
