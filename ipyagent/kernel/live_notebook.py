@@ -71,6 +71,8 @@ log = logging.getLogger("ipyagent")
 
 #: Seconds a read waits for the page's answer.
 READ_TIMEOUT = 5.0
+#: Seconds an edit waits for the page's answer (after which it may or may not have been applied).
+EDIT_TIMEOUT = 5.0
 #: Seconds after ``%load_ext`` during which a read waits for a page that is still connecting
 #: (Run All reaches the next cell before the page has answered the announce).
 CONNECT_GRACE = 2.0
@@ -266,7 +268,7 @@ class LiveNotebook:
         *,
         provenance: Provenance,
         edit_id: str | None = None,
-        timeout: float = READ_TIMEOUT,
+        timeout: float | None = None,
     ) -> EditAnswer:
         """Change the open document: ``ops`` applied all or nothing (one op's ``expect`` that is
         not the cell's source now and nothing changes: the answer lists the conflicts), in one
@@ -276,15 +278,16 @@ class LiveNotebook:
         from .live_document import EditAnswer
 
         params = EditParams(edit_id=edit_id or new_edit_id(), provenance=provenance, ops=ops)
-        result = self.request("edit", dict(params), timeout=timeout)
+        result = self.request("edit", dict(params), timeout=EDIT_TIMEOUT if timeout is None else timeout)
         return _validated(EditAnswer, "edit", result)
 
-    def undo_edit(self, edit_id: str, *, timeout: float = READ_TIMEOUT) -> UndoAnswer:
+    def undo_edit(self, edit_id: str, *, timeout: float | None = None) -> UndoAnswer:
         """Undo the edit ``edit_id`` in the open document, cell by cell: a cell the user changed
         since the edit is left alone (the answer's ``kept``), so no later work is lost."""
         from .live_document import UndoAnswer
 
-        result = self.request("undo_edit", dict(UndoEditParams(edit_id=edit_id)), timeout=timeout)
+        params = UndoEditParams(edit_id=edit_id)
+        result = self.request("undo_edit", dict(params), timeout=EDIT_TIMEOUT if timeout is None else timeout)
         return _validated(UndoAnswer, "undo_edit", result)
 
     def settle(self) -> None:

@@ -425,8 +425,7 @@ def notebook_tools(
         try:
             doc = live.read(max_output_chars=0)
         except LiveNotebookError as exc:
-            why = f"{exc} {exc.hint}" if exc.hint else str(exc)
-            raise WorkspaceError(f"Nothing was moved: {why}") from exc
+            raise WorkspaceError(f"Nothing was moved: {exc}") from exc
         cell = doc.cell(cell_id)
         if cell is None:
             ids = ", ".join(c.id for c in doc.cells[:30])
