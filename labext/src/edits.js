@@ -258,3 +258,59 @@ export class EditLog {
     return entry;
   }
 }
+
+/** Lines compared by the review's diff at most (a longer source is shown old and new, whole). */
+export const DIFF_LINES = 400;
+
+/**
+ * The lines of `before` and `after`, each marked "same", "removed" or "added", in order: a longest
+ * common subsequence of lines, as a reviewer reads a diff. `null` for `before`: all added.
+ */
+export function lineDiff(before, after) {
+  const a = before === null ? [] : before.split("\n");
+  const b = after.split("\n");
+  if (a.length > DIFF_LINES || b.length > DIFF_LINES) {
+    return [...a.map((text) => ({ kind: "removed", text })), ...b.map((text) => ({ kind: "added", text }))];
+  }
+  // common[i][j]: the longest common subsequence of a[i:] and b[j:].
+  const common = Array.from({ length: a.length + 1 }, () => new Array(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      common[i][j] = a[i] === b[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
+    }
+  }
+  const lines = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      lines.push({ kind: "same", text: a[i] });
+      i++;
+      j++;
+    } else if (i < a.length && (j === b.length || common[i + 1][j] >= common[i][j + 1])) {
+      lines.push({ kind: "removed", text: a[i++] });
+    } else {
+      lines.push({ kind: "added", text: b[j++] });
+    }
+  }
+  return lines;
+}
+
+/**
+ * What the review shows for an applied edit: one entry per replaced or inserted cell, with its
+ * source before (null: inserted) and after. Deleted and moved cells have no cell to show it on.
+ */
+export function reviewsOf(ops, answer) {
+  const reviews = [];
+  ops.forEach((op, i) => {
+    const cell = answer.cells[i];
+    if (op.op === "replace") reviews.push({ cellId: cell.cell_id, before: op.expect, after: op.source });
+    else if (op.op === "insert") reviews.push({ cellId: cell.cell_id, before: null, after: op.source });
+  });
+  return reviews;
+}
+
+/** The inverse ops of one cell of an edit (a cell kept, another undone: only that one's). */
+export function inverseFor(inverse, cellId) {
+  return inverse.filter((op) => (op.op === "restore" ? op.cell.id : op.cell_id) === cellId);
+}

@@ -12,7 +12,8 @@ import { Notification } from "@jupyterlab/apputils";
 import { INotebookTracker } from "@jupyterlab/notebook";
 import pkg from "../package.json";
 import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
-import { EditLog, applyEdit, undoEdit } from "./edits.js";
+import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
+import { REVIEW_CLASS, ensureStyle, reviewElement } from "./review.js";
 import { documentSnapshot } from "./snapshot.js";
 
 /** How long to wait for the comm's subshell (the way past a busy main shell) before opening anyway. */
@@ -93,6 +94,9 @@ class Link {
     this.warned = false;
     this.probeWhenIdle = false;
     this.edits = new EditLog();
+    /** Cells awaiting the user's review: cell id -> {editId, before, after, note}. */
+    this.reviews = new Map();
+    this.renderScheduled = false;
     this.onAnnounce = () => void this.connect();
     sessionContext.kernelChanged.connect(this.onKernelChanged, this);
     sessionContext.statusChanged.connect(this.onStatus, this);
@@ -113,9 +117,12 @@ class Link {
     this.views.add(view);
     this.current = this.current || view;
     view.node.dataset.ipyagentLive = this._state;
+    // Cells are re-created when moved, and shown again when scrolled to: the review follows.
+    view.content.modelContentChanged.connect(this.scheduleReviews, this);
   }
 
   removeView(view) {
+    if (!view.content.isDisposed) view.content.modelContentChanged.disconnect(this.scheduleReviews, this);
     this.views.delete(view);
     if (this.current === view) this.current = this.views.values().next().value || null;
     return this.views.size === 0;
@@ -311,7 +318,13 @@ class Link {
     const newId = () => globalThis.crypto.randomUUID();
     const entry = inOneStep(sharedModel, (doc) => applyEdit(doc, { ops, provenance }, newId));
     // A refused edit is not remembered: the agent re-reads and sends a new one.
-    if (entry.answer.applied) this.edits.remember(editId, entry);
+    if (entry.answer.applied) {
+      this.edits.remember(editId, entry);
+      for (const { cellId, before, after } of reviewsOf(ops, entry.answer)) {
+        this.reviews.set(cellId, { editId, before, after, note: "" });
+      }
+      this.scheduleReviews();
+    }
     return entry.answer;
   }
 
@@ -329,7 +342,71 @@ class Link {
     }
     const answer = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, entry.undo));
     this.edits.remember(key, { answer });
+    for (const cell of answer.undone) this.reviews.delete(cell.cell_id);
+    this.scheduleReviews();
     return answer;
+  }
+
+  /** Keep: the cell stays as the edit left it; the review goes. */
+  keep(cellId) {
+    this.reviews.delete(cellId);
+    this.scheduleReviews();
+  }
+
+  /** Undo one reviewed cell: the inverse ops of its edit for that cell only (the user may have
+   * kept the edit's other cells), guarded like any undo. */
+  undoCell(cellId) {
+    const review = this.reviews.get(cellId);
+    const entry = review && this.edits.get(review.editId);
+    if (!entry) {
+      this.reviews.delete(cellId);
+      this.scheduleReviews();
+      return;
+    }
+    const ops = inverseFor(entry.undo, cellId);
+    const { kept } = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, ops));
+    entry.undo = entry.undo.filter((op) => !ops.includes(op));
+    if (kept.length > 0) {
+      this.reviews.set(cellId, { ...review, note: `Not undone: ${kept[0].why}, so your work there is kept.` });
+    } else {
+      this.reviews.delete(cellId);
+    }
+    this.scheduleReviews();
+  }
+
+  scheduleReviews() {
+    if (this.renderScheduled) return;
+    this.renderScheduled = true;
+    setTimeout(() => {
+      this.renderScheduled = false;
+      this.renderReviews();
+    }, 0);
+  }
+
+  /** Show each review on its cell, and take away those kept or undone. */
+  renderReviews() {
+    for (const view of this.views) {
+      if (view.isDisposed) continue;
+      for (const widget of view.content.widgets) {
+        const review = this.reviews.get(widget.model.id);
+        const shown = widget.node.querySelector(`:scope > .${REVIEW_CLASS}`);
+        if (shown && (!review || shown.dataset.note !== review.note)) shown.remove();
+        if (!review || (shown && shown.isConnected)) continue;
+        ensureStyle();
+        const id = widget.model.id;
+        const el = reviewElement({
+          before: review.before,
+          after: review.after,
+          note: review.note,
+          onKeep: () => this.keep(id),
+          onUndo: () => this.undoCell(id),
+        });
+        el.dataset.note = review.note;
+        const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
+        if (input) input.after(el);
+        else widget.node.prepend(el);
+      }
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EditLog, applyEdit, findConflicts, undoEdit, validateOps } from "../src/edits.js";
+import { EditLog, applyEdit, findConflicts, inverseFor, lineDiff, reviewsOf, undoEdit, validateOps } from "../src/edits.js";
 
 // The adapter index.js gives over the notebook's shared model, over an array of nbformat cells.
 function arrayDoc(cells) {
@@ -156,4 +156,33 @@ test("the log answers a repeated edit with its first answer, and forgets the old
   log.once("e3", () => ({}));
   assert.equal(log.get("e1"), undefined);
   assert.notEqual(log.get("e3"), undefined);
+});
+
+test("the review's diff marks removed and added lines around the common ones", () => {
+  assert.deepEqual(lineDiff("a\nb\nc", "a\nB\nc\nd"), [
+    { kind: "same", text: "a" },
+    { kind: "removed", text: "b" },
+    { kind: "added", text: "B" },
+    { kind: "same", text: "c" },
+    { kind: "added", text: "d" },
+  ]);
+  assert.deepEqual(lineDiff(null, "new"), [{ kind: "added", text: "new" }]);
+});
+
+test("reviews name the replaced and inserted cells; one cell's undo leaves the others", () => {
+  const doc = arrayDoc([["a", "one"], ["b", "two"]]);
+  const ops = [
+    { op: "replace", cell_id: "a", expect: "one", source: "1" },
+    { op: "replace", cell_id: "b", expect: "two", source: "2" },
+    { op: "insert", after_id: "b", cell_type: "code", source: "3", cell_id: "c" },
+  ];
+  const { answer, undo } = applyEdit(doc, { ops, provenance: PROVENANCE }, newId);
+  assert.deepEqual(reviewsOf(ops, answer), [
+    { cellId: "a", before: "one", after: "1" },
+    { cellId: "b", before: "two", after: "2" },
+    { cellId: "c", before: null, after: "3" },
+  ]);
+  // The user keeps a and c, and undoes b.
+  undoEdit(doc, inverseFor(undo, "b"));
+  assert.deepEqual(state(doc), ["a:1", "b:two", "c:3"]);
 });

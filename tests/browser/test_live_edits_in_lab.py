@@ -269,3 +269,61 @@ def test_undoing_an_edit_keeps_what_the_user_did_since(page: Any, lab: Lab) -> N
     ]
     assert sources(page)[1:4] == [("c-a", "a = 1"), ("c-b", "b = 200"), ("c-c", "c = 3 + 3")]
     assert {c["id"]: c["ipyagent"] for c in document(page)}["c-a"] is None, "the stamp went with the edit"
+
+
+REVIEWED_EDIT = """
+%load_ext ipyagent
+from ipyagent.kernel.extension import kernel_state
+live = kernel_state(get_ipython()).live
+ops = [
+    {"op": "replace", "cell_id": "c-a", "expect": "a = 1", "source": "a = 10\\nprint(a)"},
+    {"op": "replace", "cell_id": "c-b", "expect": "b = 2", "source": "b = 20"},
+    {"op": "insert", "after_id": "c-b", "cell_type": "code", "source": "a + b", "cell_id": "c-sum"},
+]
+print(live.edit(ops, provenance={"session": None, "run": "r-1", "call": "call-1"}).applied)
+"""
+
+
+def review_of(page: Any, cell_id: str) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").nth(index_of(page, cell_id)).locator(".jp-ipyagent-review")
+
+
+def test_each_changed_cell_shows_its_diff_with_keep_and_undo(page: Any, lab: Lab) -> None:
+    name = write_cells(lab, "review.ipynb", [("c-edit", REVIEWED_EDIT), ("c-a", "a = 1"), ("c-b", "b = 2")])
+    open_notebook(page, lab, name)
+    run_by_id(page, "c-edit")
+    assert output_of(page, "c-edit").strip() == "True"
+    page.locator(".jp-ipyagent-review").nth(2).wait_for(timeout=10_000)
+    screenshot(page, "live_edits", "5-review")
+
+    review = review_of(page, "c-a")
+    assert review.locator(".jp-ipyagent-review-title").inner_text() == "ipyagent changed this cell"
+    assert review.locator(".jp-ipyagent-review-removed").all_inner_texts() == ["- a = 1"]
+    assert review.locator(".jp-ipyagent-review-added").all_inner_texts() == ["+ a = 10", "+ print(a)"]
+    inserted = review_of(page, "c-sum")
+    assert inserted.locator(".jp-ipyagent-review-title").inner_text() == "ipyagent inserted this cell"
+    assert inserted.locator(".jp-ipyagent-review-added").all_inner_texts() == ["+ a + b"]
+
+    # Keep one cell of the edit, undo another: only that one goes back.
+    review.get_by_role("button", name="Keep").click()
+    review_of(page, "c-a").wait_for(state="detached", timeout=10_000)
+    review_of(page, "c-b").get_by_role("button", name="Undo").click()
+    review_of(page, "c-b").wait_for(state="detached", timeout=10_000)
+    assert dict(sources(page)) == {
+        "c-edit": REVIEWED_EDIT,
+        "c-a": "a = 10\nprint(a)",
+        "c-b": "b = 2",
+        "c-sum": "a + b",
+    }
+
+    # The user changes the inserted cell; its Undo leaves it alone and says why.
+    type_into(page, "c-sum", " + 1")
+    review_of(page, "c-sum").get_by_role("button", name="Undo").click()
+    note = review_of(page, "c-sum").locator(".jp-ipyagent-review-note")
+    note.wait_for(timeout=10_000)
+    assert note.inner_text() == "Not undone: it was changed since, so your work there is kept."
+    assert dict(sources(page))["c-sum"] == "a + b + 1"
+    screenshot(page, "live_edits", "6-review-undo-kept")
+    review_of(page, "c-sum").get_by_role("button", name="Keep").click()
+    page.locator(".jp-ipyagent-review").first.wait_for(state="detached", timeout=10_000)
+    assert page.locator(".jp-ipyagent-review").count() == 0
