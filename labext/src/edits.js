@@ -6,7 +6,8 @@
 // An edit is all or nothing: every op's guard (the source the agent expects, the neighbour a cell
 // goes after) is checked on a simulation of the whole request before anything changes. Its undo
 // is not: each inverse op is guarded by what the edit wrote, and a cell the user has changed since
-// is left alone and reported, so undo never loses later work.
+// is left alone and reported, so undo never loses later work. The review on the changed cells
+// (review.js) takes its diff, and which cells to show it on, from here too.
 
 /** Edits (and undos) remembered for exactly-once answers and for undo. */
 export const REMEMBERED = 200;
@@ -247,15 +248,6 @@ export class EditLog {
   remember(key, entry) {
     this.entries.set(key, entry);
     while (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value);
-  }
-
-  /** Run `make()` once per `key`: later calls get the first entry. */
-  once(key, make) {
-    const known = this.entries.get(key);
-    if (known) return known;
-    const entry = make();
-    this.remember(key, entry);
-    return entry;
   }
 }
 
