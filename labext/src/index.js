@@ -388,7 +388,12 @@ class Link {
     for (const view of this.views) {
       if (view.isDisposed) continue;
       for (const widget of view.content.widgets) {
-        const review = this.reviews.get(widget.model.id);
+        let review = this.reviews.get(widget.model.id);
+        if (review && review.before !== null && widget.model.sharedModel.getSource() === review.before) {
+          // Taken back (JupyterLab's Undo, or by hand): nothing left to review.
+          this.reviews.delete(widget.model.id);
+          review = undefined;
+        }
         const shown = widget.node.querySelector(`:scope > .${REVIEW_CLASS}`);
         if (shown && (!review || shown.dataset.note !== review.note)) shown.remove();
         if (!review || (shown && shown.isConnected)) continue;

@@ -167,6 +167,18 @@ def test_the_agent_inserts_edits_moves_and_deletes_cells_of_the_open_notebook(pa
     assert [cell_id for cell_id, _ in sources(page)][:4] == ["c-setup", "c-total", "c-print", "c-import"]
     assert dict(sources(page))["c-total"] == "total = 2", "one undo step undid one edit only"
     screenshot(page, "live_edits", "2-undone-twice")
+    assert page.locator(".jp-ipyagent-review").count() == 2, "the edited and the inserted cell"
+
+    # Two more: the insert, then the edit; their reviews go with them.
+    undo_in_lab(page)
+    undo_in_lab(page)
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells"
+        ".find(c => c.id === 'c-total').getSource() === 'total = 1 + 1'"
+    )
+    assert new_id not in dict(sources(page))
+    page.locator(".jp-ipyagent-review").first.wait_for(state="detached", timeout=10_000)
+    assert page.locator(".jp-ipyagent-review").count() == 0
 
 
 # The agent edits cell c-total from what it read; the user types into that cell first.
