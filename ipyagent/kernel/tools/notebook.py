@@ -2,7 +2,13 @@
 
 How edits reach the user:
 
-- ``insert_cell`` on the notebook this kernel belongs to proposes the cell through the
+- Where a page with ipyagent's JupyterLab extension shows this kernel's notebook, every edit of
+  it changes the open document at once (:mod:`._live_edits`): addressed by cell id, guarded by
+  the source the agent names (``old_source``; a move by the source the cell has just before),
+  applied all or nothing, one undo step each, and stamped with the session, run and call in the
+  cell's ``metadata.ipyagent``. A cell the user changed meanwhile is never overwritten: the
+  result says so and asks for a re-read. The tools' arguments are the same in both modes.
+- Elsewhere, ``insert_cell`` on the notebook this kernel belongs to proposes the cell through the
   kernel's ``set_next_input`` payload: the front end adds it below the running cell, in the
   user's own document, where nothing can be overwritten and the user sees it at once. (Front
   ends apply one such proposal per cell run, so several are joined into one cell.) Small models
@@ -18,8 +24,7 @@ How edits reach the user:
 - ``read_cells`` returns a page that fits a tool result, and says how to read on. Where a page
   with ipyagent's JupyterLab extension shows this kernel's notebook, it reads the open document
   instead of the file: unsaved edits, which cell the agent runs in, the active, selected and last
-  failed cells (:mod:`._live_cells`, which also says how each mode is told in the result). Edits
-  still go to the saved file.
+  failed cells (:mod:`._live_cells`, which also says how each mode is told in the result).
 
 A notebook run headless (``headless``: ``python -m ipyagent run``, pytest's nbval) is executed
 from a copy in memory, and its file is that run's input: a test run must not change the notebook
