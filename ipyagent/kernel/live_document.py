@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..agentlib.errors import AgentError
 
 __all__ = [
+    "CellProvenance",
     "Conflict",
     "EditAnswer",
     "EditedCell",
@@ -87,6 +88,14 @@ class UnknownOutput(_Frozen):
 LiveOutput = Annotated[StreamOutput | ResultOutput | ErrorOutput | UnknownOutput, Field(discriminator="type")]
 
 
+class CellProvenance(_Frozen):
+    """Who changed a cell: ``metadata.ipyagent``, stamped by the kernel's edits."""
+
+    session: str | None = None
+    run: str | None = None
+    call: str | None = None
+
+
 class LiveCell(_Frozen):
     id: str
     cell_type: Literal["code", "markdown", "raw"]
@@ -96,6 +105,8 @@ class LiveCell(_Frozen):
     #: Run All at once, so queued cells count too.
     running: bool = False
     outputs: tuple[LiveOutput, ...] = ()
+    #: Set when one of ipyagent's edits changed or inserted the cell.
+    provenance: CellProvenance | None = None
 
     @property
     def error(self) -> ErrorOutput | None:

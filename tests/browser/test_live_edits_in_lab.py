@@ -99,9 +99,11 @@ m = ScriptedModel([
 ])
 """
 SHOW = """
+from ipyagent.kernel.live_notebook import live_document
 results = [b.content for m in res.messages for b in m.tool_results]
 calls = [b.id for m in res.messages for b in m.tool_calls]
-print(json.dumps({'results': results, 'run': res.run_id, 'calls': calls}))
+seen = live_document().cell('c-total').provenance.model_dump()
+print(json.dumps({'results': results, 'run': res.run_id, 'calls': calls, 'seen': seen}))
 """
 
 
@@ -151,6 +153,7 @@ def test_the_agent_inserts_edits_moves_and_deletes_cells_of_the_open_notebook(pa
     assert by_id["c-total"]["ipyagent"] == {**stamp, "call": shown["calls"][0]}
     assert by_id[new_id]["ipyagent"] == {**stamp, "call": shown["calls"][1]}
     assert by_id["c-import"]["ipyagent"] is None, "a moved cell is not changed"
+    assert shown["seen"] == by_id["c-total"]["ipyagent"], "a later read sees who changed the cell"
 
     # Each edit is one undo step: the delete, then the move, come back one at a time.
     undo_in_lab(page)

@@ -454,3 +454,15 @@ def test_a_named_pipe_in_place_of_a_notebook_is_refused_without_blocking(tmp_pat
         for pending in (reading, editing):
             with pytest.raises(WorkspaceError, match="not a regular file"):
                 pending.result(timeout=30)
+
+
+async def test_a_saved_cell_changed_by_ipyagent_says_so(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    stamp = {"session": "a.agent.jsonl", "run": "r-7", "call": "call_1"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("total = 2", id="c1", execution_count=3, metadata={"ipyagent": stamp})
+    ]
+    path = tmp_path / "a.ipynb"
+    nbformat.write(nb, str(path))
+    block = await call(path, "read_cells", {})
+    assert block.content == "[0] id=c1 code (ran as In [3]; changed by ipyagent, run r-7)\ntotal = 2"

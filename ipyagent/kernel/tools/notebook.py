@@ -46,6 +46,7 @@ from ...agentlib.atomic import atomic_write
 from ...agentlib.tools import RunContext, Tool, tool
 from ..live_protocol import DeleteOp, InsertOp, MoveOp, Provenance, ReplaceOp
 from ..runner import MainThread
+from ._live_cells import changed_by
 from ._live_edits import LIVE, apply_live, edit_mode
 from .file_lock import locked
 from .files import WorkspaceError, resolve_inside
@@ -145,8 +146,14 @@ def _outputs_text(cell: Any) -> str:
 
 def _cell_text(index: int, cell: Any, with_outputs: bool) -> str:
     head = f"[{index}] id={cell.id} {cell.cell_type}"
+    notes = []
     if cell.cell_type == "code" and cell.get("execution_count"):
-        head += f" (ran as In [{cell.execution_count}])"
+        notes.append(f"ran as In [{cell.execution_count}]")
+    stamp = cell.get("metadata", {}).get("ipyagent")
+    if isinstance(stamp, dict):  # saved from the live notebook, where one of ipyagent's edits changed it
+        notes.append(changed_by(stamp.get("run") if isinstance(stamp.get("run"), str) else None))
+    if notes:
+        head += f" ({'; '.join(notes)})"
     part = f"{head}\n{cell.source}"
     outputs = _outputs_text(cell) if with_outputs and cell.cell_type == "code" else ""
     return f"{part}\n--- output ---\n{outputs}" if outputs else part
