@@ -1,4 +1,5 @@
-"""The live document: the open notebook as the user sees it, read from the page.
+"""The live document: the open notebook as the user sees it, read from the page, and the page's
+answers to the kernel's edits of it.
 
 :class:`LiveDocument` is what the page answers to ``read_notebook`` (``labext/src/snapshot.js``
 builds it from the notebook model, so unsaved edits are in it), validated here at the boundary:
@@ -25,6 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..agentlib.errors import AgentError
 
 __all__ = [
+    "CellProvenance",
+    "Conflict",
+    "EditAnswer",
+    "EditedCell",
     "ErrorOutput",
     "LiveCell",
     "LiveDocument",
@@ -35,6 +40,8 @@ __all__ = [
     "PageTimeout",
     "ResultOutput",
     "StreamOutput",
+    "UndoAnswer",
+    "UndoneCell",
     "UnknownOutput",
 ]
 
@@ -81,6 +88,14 @@ class UnknownOutput(_Frozen):
 LiveOutput = Annotated[StreamOutput | ResultOutput | ErrorOutput | UnknownOutput, Field(discriminator="type")]
 
 
+class CellProvenance(_Frozen):
+    """Who changed a cell: ``metadata.ipyagent``, stamped by the kernel's edits."""
+
+    session: str | None = None
+    run: str | None = None
+    call: str | None = None
+
+
 class LiveCell(_Frozen):
     id: str
     cell_type: Literal["code", "markdown", "raw"]
@@ -90,6 +105,8 @@ class LiveCell(_Frozen):
     #: Run All at once, so queued cells count too.
     running: bool = False
     outputs: tuple[LiveOutput, ...] = ()
+    #: Set when one of ipyagent's edits changed or inserted the cell.
+    provenance: CellProvenance | None = None
 
     @property
     def error(self) -> ErrorOutput | None:
@@ -175,6 +192,47 @@ class LiveDocument(_Frozen):
         """The cell that failed last (if read): the one with an error and the highest
         execution count."""
         return None if self.last_failed_cell_id is None else self.cell(self.last_failed_cell_id)
+
+
+class EditedCell(_Frozen):
+    """A cell an op touched, and where it is after the edit (None: deleted)."""
+
+    cell_id: str
+    index: int | None = None
+
+
+class Conflict(_Frozen):
+    """A cell whose source is not what the edit expected: its source now, or "gone"."""
+
+    cell_id: str
+    index: int | None = None
+    source: str
+
+
+class EditAnswer(_Frozen):
+    """The page's answer to ``edit``: applied (every op), or not at all, with the conflicts."""
+
+    applied: bool
+    #: One per op, in order (applied).
+    cells: tuple[EditedCell, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+
+
+class UndoneCell(_Frozen):
+    cell_id: str
+    index: int | None = None
+    #: Why it was left alone (kept cells).
+    why: str = ""
+    #: Its source now (a cell changed since the edit).
+    source: str | None = None
+
+
+class UndoAnswer(_Frozen):
+    """The page's answer to ``undo_edit``: the cells put back, and those left alone because the
+    user changed them since (or they are gone)."""
+
+    undone: tuple[UndoneCell, ...] = ()
+    kept: tuple[UndoneCell, ...] = ()
 
 
 class LiveNotebookError(AgentError):

@@ -5,7 +5,7 @@ opens one comm per open notebook to :data:`~.live_protocol.TARGET`, which ``%loa
 registers here. This module owns those connections: the handshake (a page speaking another
 protocol is told what to do, and never asked anything), which page is asked (the one the user
 turned to last), and requests answered while a cell blocks. It does not own what a request means
-(:mod:`.live_document` types the answers) nor the tools that will use it.
+(:mod:`.live_document` types the answers) nor the tools that use it.
 
 How the page finds the kernel, in either order of starting: at ``%load_ext`` the kernel opens an
 *announce* comm to the page's target and keeps it open; a page already connected opens its comm
@@ -32,31 +32,47 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .live_protocol import (
     ANNOUNCE_TARGET,
     PROTOCOL,
     TARGET,
     Announce,
+    EditOp,
+    EditParams,
     Hello,
     Method,
+    Provenance,
     ReadNotebookParams,
     Request,
     Response,
+    UndoEditParams,
     answer_hello,
     parse_page_message,
 )
 
 if TYPE_CHECKING:  # pydantic loads at the first read, not at %load_ext
-    from .live_document import LiveDocument
+    from pydantic import BaseModel
 
-__all__ = ["Connected", "LiveNotebook", "Mismatched", "NoPage", "PageState", "live_document"]
+    from .live_document import EditAnswer, LiveDocument, UndoAnswer
+
+__all__ = [
+    "Connected",
+    "LiveNotebook",
+    "Mismatched",
+    "NoPage",
+    "PageState",
+    "live_document",
+    "new_edit_id",
+]
 
 log = logging.getLogger("ipyagent")
 
 #: Seconds a read waits for the page's answer.
 READ_TIMEOUT = 5.0
+#: Seconds an edit waits for the page's answer (after which it may or may not have been applied).
+EDIT_TIMEOUT = 5.0
 #: Seconds after ``%load_ext`` during which a read waits for a page that is still connecting
 #: (Run All reaches the next cell before the page has answered the announce).
 CONNECT_GRACE = 2.0
@@ -232,9 +248,7 @@ class LiveNotebook:
         """The open notebook as the page shows it now (unsaved edits included): every cell, or
         those from ``start``, at most ``limit`` of them and about ``page_chars`` characters
         (always one)."""
-        from pydantic import ValidationError
-
-        from .live_document import LiveDocument, PageError
+        from .live_document import LiveDocument
 
         params = ReadNotebookParams(max_output_chars=max_output_chars)
         if start is not None:
@@ -246,13 +260,35 @@ class LiveNotebook:
         result = self.request("read_notebook", dict(params), timeout=timeout)
         state = self.state()
         client = state.client if isinstance(state, Connected) else ""
-        try:
-            return LiveDocument.model_validate({**result, "client": client})
-        except ValidationError as exc:
-            raise PageError(
-                f"The page's answer to 'read_notebook' is not a notebook this kernel understands: {exc}",
-                hint="Reload the page, and restart the kernel if that does not help.",
-            ) from exc
+        return _validated(LiveDocument, "read_notebook", {**result, "client": client})
+
+    def edit(
+        self,
+        ops: list[EditOp],
+        *,
+        provenance: Provenance,
+        edit_id: str | None = None,
+        timeout: float | None = None,
+    ) -> EditAnswer:
+        """Change the open document: ``ops`` applied all or nothing (one op's ``expect`` that is
+        not the cell's source now and nothing changes: the answer lists the conflicts), in one
+        undo step, once per ``edit_id`` (a new one when not given). Raises
+        :class:`~.live_document.PageTimeout` when the page does not answer: whether the edit was
+        applied is then not known (asking again with the same ``edit_id`` does not apply it twice)."""
+        from .live_document import EditAnswer
+
+        params = EditParams(edit_id=edit_id or new_edit_id(), provenance=provenance, ops=ops)
+        result = self.request("edit", dict(params), timeout=EDIT_TIMEOUT if timeout is None else timeout)
+        return _validated(EditAnswer, "edit", result)
+
+    def undo_edit(self, edit_id: str, *, timeout: float | None = None) -> UndoAnswer:
+        """Undo the edit ``edit_id`` in the open document, cell by cell: a cell the user changed
+        since the edit is left alone (the answer's ``kept``), so no later work is lost."""
+        from .live_document import UndoAnswer
+
+        params = UndoEditParams(edit_id=edit_id)
+        result = self.request("undo_edit", dict(params), timeout=EDIT_TIMEOUT if timeout is None else timeout)
+        return _validated(UndoAnswer, "undo_edit", result)
 
     def settle(self) -> None:
         """Just after ``%load_ext``, give a page that is still connecting a moment."""
@@ -343,6 +379,29 @@ class LiveNotebook:
         for future in pending.values():
             if not future.done():
                 future.set_result({"kind": "response", "id": "", "ok": False, "error": why})
+
+
+def new_edit_id() -> str:
+    """A fresh ``edit_id``: the page applies each one once."""
+    return f"e-{uuid.uuid4().hex}"
+
+
+_Answer = TypeVar("_Answer", bound="BaseModel")
+
+
+def _validated(model: type[_Answer], method: str, result: dict[str, Any]) -> _Answer:
+    """The page's ``result`` as ``model``; a malformed one is a :class:`~.live_document.PageError`."""
+    from pydantic import ValidationError
+
+    from .live_document import PageError
+
+    try:
+        return model.model_validate(result)
+    except ValidationError as exc:
+        raise PageError(
+            f"The page's answer to {method!r} is not one this kernel understands: {exc}",
+            hint="Reload the page, and restart the kernel if that does not help.",
+        ) from exc
 
 
 def _as_response(data: dict[str, Any]) -> Response:

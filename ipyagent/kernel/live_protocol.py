@@ -20,15 +20,23 @@ __all__ = [
     "PROTOCOL",
     "TARGET",
     "Announce",
+    "DeleteOp",
+    "EditOp",
+    "EditParams",
     "Focus",
     "Hello",
+    "InsertOp",
     "KernelMessage",
     "Method",
     "Mismatch",
+    "MoveOp",
     "PageMessage",
+    "Provenance",
     "ReadNotebookParams",
+    "ReplaceOp",
     "Request",
     "Response",
+    "UndoEditParams",
     "Welcome",
     "answer_hello",
     "mismatch_message",
@@ -39,14 +47,16 @@ __all__ = [
 #: would misread; ``labext/src/protocol.js`` says the same number (a test checks).
 #: 2: ``read_notebook`` reads a range of cells (:class:`ReadNotebookParams`) and says where the
 #: notable cells are; a page of protocol 1 would answer every cell and none of that.
-PROTOCOL: Final = 2
+#: 3: ``edit`` and ``undo_edit`` (:class:`EditParams`, :class:`UndoEditParams`) change the open
+#: document; the kernel relies on them, so a page of protocol 2 is told to reload.
+PROTOCOL: Final = 3
 #: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
 TARGET: Final = "ipyagent.notebook"
 #: The comm target of the page: the kernel opens a comm to it to say that ipyagent is loaded,
 #: and keeps it open so that a page that connects later finds it (comm_info).
 ANNOUNCE_TARGET: Final = "ipyagent.notebook.announce"
 
-Method = Literal["read_notebook", "ping"]
+Method = Literal["read_notebook", "ping", "edit", "undo_edit"]
 
 
 # Page -> kernel.
@@ -118,6 +128,65 @@ class ReadNotebookParams(TypedDict, total=False):
     limit: int
     #: At most about this many characters of sources and outputs, but always one cell.
     page_chars: int
+
+
+# The ops of an edit. Cells are named by id; an insert or a move names the cell it goes after
+# (None: the top), never an index, which shifts as the user works. Every op on an existing cell
+# carries the source the agent expects there: one mismatch and the page applies nothing.
+class ReplaceOp(TypedDict):
+    op: Literal["replace"]
+    cell_id: str
+    expect: str
+    source: str
+
+
+class InsertOp(TypedDict):
+    op: Literal["insert"]
+    #: The cell it goes after; None: the top; left out: the end.
+    after_id: NotRequired[str | None]
+    cell_type: Literal["code", "markdown", "raw"]
+    source: str
+    #: An id the kernel suggests; the page picks another if it is taken.
+    cell_id: NotRequired[str]
+
+
+class DeleteOp(TypedDict):
+    op: Literal["delete"]
+    cell_id: str
+    expect: str
+
+
+class MoveOp(TypedDict):
+    op: Literal["move"]
+    cell_id: str
+    expect: str
+    after_id: str | None
+
+
+EditOp = ReplaceOp | InsertOp | DeleteOp | MoveOp
+
+
+class Provenance(TypedDict):
+    """Who changed a cell: stored in the cell's ``metadata.ipyagent``."""
+
+    #: The conversation's session file, e.g. "analysis.agent.jsonl".
+    session: str | None
+    run: str
+    call: str
+
+
+class EditParams(TypedDict):
+    """``edit``: the ops, applied all or nothing, once per ``edit_id``."""
+
+    edit_id: str
+    provenance: Provenance
+    ops: list[EditOp]
+
+
+class UndoEditParams(TypedDict):
+    """``undo_edit``: undo one edit, leaving alone the cells changed since."""
+
+    edit_id: str
 
 
 def parse_page_message(data: object) -> PageMessage | None:

@@ -217,6 +217,7 @@ class AgentMagics(Magics):
             protected=protected,
             live=self.state.live,
             cell_id=cell_id,
+            session=agent.session.path.name if agent.session is not None else None,
         ):
             agent.add_tool(t)
         if self._someone_may_answer(args):

@@ -12,12 +12,74 @@ import { Notification } from "@jupyterlab/apputils";
 import { INotebookTracker } from "@jupyterlab/notebook";
 import pkg from "../package.json";
 import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
+import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
+import { REVIEW_CLASS, ensureStyle, reviewElement } from "./review.js";
 import { documentSnapshot } from "./snapshot.js";
 
 /** How long to wait for the comm's subshell (the way past a busy main shell) before opening anyway. */
 const SUBSHELL_WAIT_MS = 2000;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The adapter edits.js changes a document through, over a notebook's shared model. It reads the
+ * cells from the Yjs array, not from `sharedModel.cells`, which is updated only when a transaction
+ * ends: an edit's ops run in one transaction and each must see what the previous one did.
+ */
+function sharedDocument(sharedModel) {
+  const ycells = sharedModel.ydoc.getArray("cells");
+  const ymeta = (i) => ycells.get(i).get("metadata");
+  return {
+    ids: () => ycells.toArray().map((cell) => cell.get("id")),
+    source: (i) => String(ycells.get(i).get("source")),
+    setSource: (i, value) => {
+      const text = ycells.get(i).get("source");
+      text.delete(0, text.length);
+      text.insert(0, value);
+    },
+    cellJSON: (i) => ycells.get(i).toJSON(),
+    insert: (i, cell) => sharedModel.insertCell(i, cell).id,
+    remove: (i) => sharedModel.deleteCell(i),
+    move: (from, to) => {
+      const cell = ycells.get(from).toJSON();
+      sharedModel.deleteCell(from);
+      sharedModel.insertCell(to, cell);
+    },
+    getMeta: (i) => {
+      const meta = ymeta(i);
+      const value = meta && typeof meta.get === "function" ? meta.get("ipyagent") : meta && meta.ipyagent;
+      return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
+    },
+    setMeta: (i, value) => {
+      const meta = ymeta(i);
+      if (meta && typeof meta.set === "function") {
+        if (value === undefined) meta.delete("ipyagent");
+        else meta.set("ipyagent", value);
+      } else {
+        const plain = { ...(meta || {}) };
+        if (value === undefined) delete plain.ipyagent;
+        else plain.ipyagent = value;
+        ycells.get(i).set("metadata", plain);
+      }
+    },
+  };
+}
+
+/**
+ * Change the document in one transaction that is one undo step: the undo manager stops capturing
+ * before and after, so Ctrl-Z undoes the agent's change whole and never merges it with the user's
+ * typing.
+ */
+function inOneStep(sharedModel, change) {
+  const undo = sharedModel.undoManager;
+  if (undo) undo.stopCapturing();
+  let result;
+  sharedModel.transact(() => {
+    result = change(sharedDocument(sharedModel));
+  });
+  if (undo) undo.stopCapturing();
+  return result;
+}
 
 /** The channel of one document (all its views share a session) to its kernel. */
 class Link {
@@ -31,6 +93,10 @@ class Link {
     this._state = "idle";
     this.warned = false;
     this.probeWhenIdle = false;
+    this.edits = new EditLog();
+    /** Cells awaiting the user's review: cell id -> {editId, before, after, note}. */
+    this.reviews = new Map();
+    this.renderScheduled = false;
     this.onAnnounce = () => void this.connect();
     sessionContext.kernelChanged.connect(this.onKernelChanged, this);
     sessionContext.statusChanged.connect(this.onStatus, this);
@@ -51,9 +117,12 @@ class Link {
     this.views.add(view);
     this.current = this.current || view;
     view.node.dataset.ipyagentLive = this._state;
+    // Cells are re-created when moved, and shown again when scrolled to: the review follows.
+    view.content.modelContentChanged.connect(this.scheduleReviews, this);
   }
 
   removeView(view) {
+    if (!view.content.isDisposed) view.content.modelContentChanged.disconnect(this.scheduleReviews, this);
     this.views.delete(view);
     if (this.current === view) this.current = this.views.values().next().value || null;
     return this.views.size === 0;
@@ -222,10 +291,126 @@ class Link {
           pageChars: p.page_chars,
         });
       }
+      case "edit":
+        return this.edit(params || {});
+      case "undo_edit":
+        return this.undo(params || {});
       default:
         throw new Error(
           `this page's ipyagent extension (${pkg.version}) does not know the request ${JSON.stringify(method)}`,
         );
+    }
+  }
+
+  /** The document's shared model, for the kernel's edits. */
+  sharedModel() {
+    const view = this.current;
+    if (!view || !view.context.model) throw new Error("the notebook is no longer open in this page");
+    return view.context.model.sharedModel;
+  }
+
+  /** Apply an edit once per edit_id: a repeat (the kernel timed out waiting) gets the first answer. */
+  edit({ edit_id: editId, ops, provenance }) {
+    if (typeof editId !== "string" || !editId) throw new Error("an edit needs an edit_id");
+    const known = this.edits.get(editId);
+    if (known) return known.answer;
+    const sharedModel = this.sharedModel();
+    const newId = () => globalThis.crypto.randomUUID();
+    const entry = inOneStep(sharedModel, (doc) => applyEdit(doc, { ops, provenance }, newId));
+    // A refused edit is not remembered: the agent re-reads and sends a new one.
+    if (entry.answer.applied) {
+      this.edits.remember(editId, entry);
+      for (const { cellId, before, after } of reviewsOf(ops, entry.answer)) {
+        this.reviews.set(cellId, { editId, before, after, note: "" });
+      }
+      this.scheduleReviews();
+    }
+    return entry.answer;
+  }
+
+  /** Undo an edit by its inverse ops, leaving alone what the user changed since. */
+  undo({ edit_id: editId }) {
+    const key = `undo:${editId}`;
+    const repeated = this.edits.get(key);
+    if (repeated) return repeated.answer;
+    const entry = this.edits.get(editId);
+    if (!entry) {
+      throw new Error(
+        `this page knows no edit ${JSON.stringify(editId)} (it was made before the page was reloaded, ` +
+          "or in another page)",
+      );
+    }
+    const answer = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, entry.undo));
+    this.edits.remember(key, { answer });
+    for (const cell of answer.undone) this.reviews.delete(cell.cell_id);
+    this.scheduleReviews();
+    return answer;
+  }
+
+  /** Keep: the cell stays as the edit left it; the review goes. */
+  keep(cellId) {
+    this.reviews.delete(cellId);
+    this.scheduleReviews();
+  }
+
+  /** Undo one reviewed cell: the inverse ops of its edit for that cell only (the user may have
+   * kept the edit's other cells), guarded like any undo. */
+  undoCell(cellId) {
+    const review = this.reviews.get(cellId);
+    const entry = review && this.edits.get(review.editId);
+    if (!entry) {
+      this.reviews.delete(cellId);
+      this.scheduleReviews();
+      return;
+    }
+    const ops = inverseFor(entry.undo, cellId);
+    const { kept } = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, ops));
+    entry.undo = entry.undo.filter((op) => !ops.includes(op));
+    if (kept.length > 0) {
+      this.reviews.set(cellId, { ...review, note: `Not undone: ${kept[0].why}, so your work there is kept.` });
+    } else {
+      this.reviews.delete(cellId);
+    }
+    this.scheduleReviews();
+  }
+
+  scheduleReviews() {
+    if (this.renderScheduled) return;
+    this.renderScheduled = true;
+    setTimeout(() => {
+      this.renderScheduled = false;
+      this.renderReviews();
+    }, 0);
+  }
+
+  /** Show each review on its cell, and take away those kept or undone. */
+  renderReviews() {
+    for (const view of this.views) {
+      if (view.isDisposed) continue;
+      for (const widget of view.content.widgets) {
+        let review = this.reviews.get(widget.model.id);
+        if (review && review.before !== null && widget.model.sharedModel.getSource() === review.before) {
+          // Taken back (JupyterLab's Undo, or by hand): nothing left to review.
+          this.reviews.delete(widget.model.id);
+          review = undefined;
+        }
+        const shown = widget.node.querySelector(`:scope > .${REVIEW_CLASS}`);
+        if (shown && (!review || shown.dataset.note !== review.note)) shown.remove();
+        if (!review || (shown && shown.isConnected)) continue;
+        ensureStyle();
+        const id = widget.model.id;
+        const el = reviewElement({
+          before: review.before,
+          after: review.after,
+          note: review.note,
+          onKeep: () => this.keep(id),
+          onUndo: () => this.undoCell(id),
+        });
+        el.dataset.note = review.note;
+        const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
+        if (input) input.after(el);
+        else widget.node.prepend(el);
+      }
     }
   }
 }

@@ -61,6 +61,12 @@ export function trimOutput(output, maxChars) {
   }
 }
 
+/** `metadata.ipyagent` of a cell: {session, run, call}, or null. */
+function provenanceOf(sharedModel) {
+  const stamp = typeof sharedModel.getMetadata === "function" ? sharedModel.getMetadata("ipyagent") : undefined;
+  return stamp && typeof stamp === "object" ? stamp : null;
+}
+
 /** One cell of the notebook model (a JupyterLab ICellModel). `running`: sent to the kernel and
  * not finished (JupyterLab marks every cell of a Run All at once, queued ones included). */
 export function cellSnapshot(cell, maxChars) {
@@ -71,6 +77,8 @@ export function cellSnapshot(cell, maxChars) {
     execution_count: null,
     running: false,
     outputs: [],
+    // Who changed the cell (the kernel's edits stamp it): later runs see it.
+    provenance: provenanceOf(cell.sharedModel),
   };
   if (cell.type === "code") {
     snapshot.execution_count = cell.executionCount ?? null;

@@ -14,8 +14,8 @@ function codeCell(id, source, { count = null, outputs = [], state = "idle" } = {
   };
 }
 
-function markdownCell(id, source) {
-  return { id, type: "markdown", sharedModel: { getSource: () => source } };
+function markdownCell(id, source, stamp) {
+  return { id, type: "markdown", sharedModel: { getSource: () => source, getMetadata: (key) => key === "ipyagent" ? stamp : undefined } };
 }
 
 function panel(cells, { active, selected = [], dirty = false }) {
@@ -126,4 +126,13 @@ test("a start past the end reads no cells and still counts them", () => {
   assert.equal(snapshot.start, 3);
   assert.equal(snapshot.total, 3);
   assert.deepEqual(snapshot.cells, []);
+});
+
+test("a cell the kernel's edits stamped says who changed it", () => {
+  const stamp = { session: "a.agent.jsonl", run: "r-1", call: "call_2" };
+  const snapshot = documentSnapshot(panel([markdownCell("m", "# Hi", stamp), markdownCell("n", "x")], {}));
+  assert.deepEqual(
+    snapshot.cells.map((c) => c.provenance),
+    [stamp, null],
+  );
 });

@@ -95,3 +95,10 @@ def test_the_header_tells_the_agents_cell_the_users_cells_and_the_others_running
 
 def test_an_empty_notebook() -> None:
     assert page_of([]).endswith("0 cells.)\n\n(the notebook has no cells)")
+
+
+def test_a_cell_changed_by_ipyagent_says_so() -> None:
+    stamp = {"session": "a.agent.jsonl", "run": "r-7", "call": "call_1"}
+    text = page_of([code("c1", "total = 2", [], count=None) | {"provenance": stamp}, code("c2", "x", [])])
+    assert "[0] id=c1 code (changed by ipyagent, run r-7)\ntotal = 2" in text
+    assert "[1] id=c2 code (ran as In [1])\nx" in text

@@ -175,7 +175,7 @@ async def test_edit_is_refused_when_the_cell_changed(notebook: Path) -> None:
 async def test_edit_applies_when_the_source_matches_and_clears_outputs(notebook: Path) -> None:
     arguments = {"cell_id": "load", "old_source": "df = load()\ndf.head()", "new_source": "df = load(2)"}
     block = await call(notebook, "edit_cell", arguments)
-    assert block.content == "Edited cell load in analysis.ipynb."
+    assert block.content == "Edited cell load in the saved file analysis.ipynb."
     cell = nbformat.read(str(notebook), as_version=4).cells[1]
     assert (cell.id, cell.source, cell.outputs, cell.execution_count) == ("load", "df = load(2)", [], None)
     assert [c[0] for c in cells(notebook)] == ["title", "load", "noisy", "broken"]
@@ -194,7 +194,7 @@ async def test_delete_is_guarded_by_the_old_source(notebook: Path) -> None:
     assert "nothing was deleted" in block.content
     assert saved(notebook) == before
     block = await call(notebook, "delete_cell", {"cell_id": "broken", "old_source": "1 / 0"})
-    assert block.content == "Deleted cell broken (it was at index 3) from analysis.ipynb."
+    assert block.content == "Deleted cell broken (it was at index 3) from the saved file analysis.ipynb."
     assert [c[0] for c in cells(notebook)] == ["title", "load", "noisy"]
 
 
@@ -454,3 +454,15 @@ def test_a_named_pipe_in_place_of_a_notebook_is_refused_without_blocking(tmp_pat
         for pending in (reading, editing):
             with pytest.raises(WorkspaceError, match="not a regular file"):
                 pending.result(timeout=30)
+
+
+async def test_a_saved_cell_changed_by_ipyagent_says_so(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    stamp = {"session": "a.agent.jsonl", "run": "r-7", "call": "call_1"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("total = 2", id="c1", execution_count=3, metadata={"ipyagent": stamp})
+    ]
+    path = tmp_path / "a.ipynb"
+    nbformat.write(nb, str(path))
+    block = await call(path, "read_cells", {})
+    assert block.content == "[0] id=c1 code (ran as In [3]; changed by ipyagent, run r-7)\ntotal = 2"

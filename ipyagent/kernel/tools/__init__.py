@@ -34,10 +34,12 @@ def kernel_tools(
     protected: Mapping[Path, str] | None = None,
     live: LiveNotebook | None = None,
     cell_id: str | None = None,
+    session: str | None = None,
 ) -> list[Tool]:
     """The tools of ``groups``. ``protected`` maps files no tool may write (the conversation's
     session file, the cassette, a headless run's notebook) to what they are; ``live`` is the
-    channel to the pages showing the notebook, ``cell_id`` the cell the run is in."""
+    channel to the pages showing the notebook, ``cell_id`` the cell the run is in, ``session``
+    the name of the conversation's session file (the cells the run changes say so)."""
     own = _namespace_tools([g for g in groups if g not in GROUPS], namespace or {})
     tools: list[Tool] = []
     if "python" in groups:
@@ -48,7 +50,9 @@ def kernel_tools(
         from ..notebook_path import runs_headless
         from .notebook import notebook_tools
 
-        tools += notebook_tools(shell, main, notebook, headless=runs_headless(), live=live, cell_id=cell_id)
+        tools += notebook_tools(
+            shell, main, notebook, headless=runs_headless(), live=live, cell_id=cell_id, session=session
+        )
     if "files" in groups:
         from .files import file_tools
 

@@ -154,10 +154,17 @@ def _cell_text(doc: LiveDocument, index: int, cell: LiveCell, own: str | None) -
         notes.append("selected")
     if cell.id == doc.last_failed_cell_id:
         notes.append("failed last")
+    if cell.provenance is not None:
+        notes.append(changed_by(cell.provenance.run))
     head = f"[{index}] id={cell.id} {cell.cell_type}" + (f" ({'; '.join(notes)})" if notes else "")
     outputs = _outputs_text(cell.outputs) if cell.cell_type == "code" else ""
     part = f"{head}\n{cell.source}"
     return f"{part}\n--- output ---\n{outputs}" if outputs else part
+
+
+def changed_by(run: str | None) -> str:
+    """The note on a cell one of ipyagent's edits changed (its ``metadata.ipyagent``)."""
+    return f"changed by ipyagent, run {run}" if run else "changed by ipyagent"
 
 
 def _outputs_text(outputs: tuple[LiveOutput, ...]) -> str:

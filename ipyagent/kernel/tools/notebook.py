@@ -2,7 +2,13 @@
 
 How edits reach the user:
 
-- ``insert_cell`` on the notebook this kernel belongs to proposes the cell through the
+- Where a page with ipyagent's JupyterLab extension shows this kernel's notebook, every edit of
+  it changes the open document at once (:mod:`._live_edits`): addressed by cell id, guarded by
+  the source the agent names (``old_source``; a move by the source the cell has just before),
+  applied all or nothing, one undo step each, and stamped with the session, run and call in the
+  cell's ``metadata.ipyagent``. A cell the user changed meanwhile is never overwritten: the
+  result says so and asks for a re-read. The tools' arguments are the same in both modes.
+- Elsewhere, ``insert_cell`` on the notebook this kernel belongs to proposes the cell through the
   kernel's ``set_next_input`` payload: the front end adds it below the running cell, in the
   user's own document, where nothing can be overwritten and the user sees it at once. (Front
   ends apply one such proposal per cell run, so several are joined into one cell.) Small models
@@ -18,8 +24,7 @@ How edits reach the user:
 - ``read_cells`` returns a page that fits a tool result, and says how to read on. Where a page
   with ipyagent's JupyterLab extension shows this kernel's notebook, it reads the open document
   instead of the file: unsaved edits, which cell the agent runs in, the active, selected and last
-  failed cells (:mod:`._live_cells`, which also says how each mode is told in the result). Edits
-  still go to the saved file.
+  failed cells (:mod:`._live_cells`, which also says how each mode is told in the result).
 
 A notebook run headless (``headless``: ``python -m ipyagent run``, pytest's nbval) is executed
 from a copy in memory, and its file is that run's input: a test run must not change the notebook
@@ -30,6 +35,7 @@ run (a recorded conversation would otherwise differ from its replay).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import stat
@@ -37,8 +43,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...agentlib.atomic import atomic_write
-from ...agentlib.tools import Tool, tool
+from ...agentlib.tools import RunContext, Tool, tool
+from ..live_protocol import DeleteOp, InsertOp, MoveOp, Provenance, ReplaceOp
 from ..runner import MainThread
+from ._live_cells import changed_by
+from ._live_edits import LIVE, apply_live, edit_mode
 from .file_lock import locked
 from .files import WorkspaceError, resolve_inside
 
@@ -48,6 +57,14 @@ if TYPE_CHECKING:
 __all__ = ["notebook_tools"]
 
 OUTPUT_CAP = 1_500
+
+
+async def _nobody(_question: str, _choices: list[str]) -> str | None:
+    return None
+
+
+#: The run context of a tool called directly (in a cell, in a test), not by an agent's run.
+OUTSIDE_A_RUN = RunContext(run_id="", call_id="", tool_name="", _ask=_nobody)
 #: Characters of cells in one read_cells page: below the tool-result limit (30k by default),
 #: so a page is never cut where the model cannot see how to go on.
 PAGE_CHARS = 20_000
@@ -129,8 +146,14 @@ def _outputs_text(cell: Any) -> str:
 
 def _cell_text(index: int, cell: Any, with_outputs: bool) -> str:
     head = f"[{index}] id={cell.id} {cell.cell_type}"
+    notes = []
     if cell.cell_type == "code" and cell.get("execution_count"):
-        head += f" (ran as In [{cell.execution_count}])"
+        notes.append(f"ran as In [{cell.execution_count}]")
+    stamp = cell.get("metadata", {}).get("ipyagent")
+    if isinstance(stamp, dict):  # saved from the live notebook, where one of ipyagent's edits changed it
+        notes.append(changed_by(stamp.get("run") if isinstance(stamp.get("run"), str) else None))
+    if notes:
+        head += f" ({'; '.join(notes)})"
     part = f"{head}\n{cell.source}"
     outputs = _outputs_text(cell) if with_outputs and cell.cell_type == "code" else ""
     return f"{part}\n--- output ---\n{outputs}" if outputs else part
@@ -150,11 +173,15 @@ def notebook_tools(
     headless: bool = False,
     live: LiveNotebook | None = None,
     cell_id: str | None = None,
+    session: str | None = None,
 ) -> list[Tool]:
     """The notebook tools of one run. ``live``: the channel to the pages showing this kernel's
-    notebook (read_cells reads the open document through it when a page is connected);
-    ``cell_id``: the cell the run is in, if any."""
+    notebook (the tools read and edit the open document through it when a page is connected);
+    ``cell_id``: the cell the run is in, if any; ``session``: the conversation's session file
+    name, stamped with the run and the call on every cell the run changes in the open document."""
     proposals: list[str] = []
+    #: Ids of the cells this run inserted into the live notebook, in order.
+    inserted: list[str] = []
 
     def this_notebook(file: Path) -> bool:
         return notebook is not None and file.resolve() == notebook.resolve()
@@ -229,8 +256,25 @@ def notebook_tools(
             parts.append("(the notebook has no cells)")
         return "\n\n".join(parts) or "(the notebook has no cells)"
 
+    def live_here(path: str | None) -> tuple[bool, str]:
+        """Whether an edit of ``path`` goes to the live notebook; else the note that opens the
+        saved-file result ("" where no page is connected)."""
+        if headless or live is None or not (path is None or this_notebook(target(path))):
+            return False, ""
+        return edit_mode(live)
+
+    def provenance(run: RunContext) -> Provenance:
+        return Provenance(session=session, run=run.run_id, call=run.call_id)
+
+    def noted(note: str, text: str) -> str:
+        return f"{note}\n\n{text}" if note else text
+
     async def insert_cell(
-        source: str, cell_type: str = "code", index: int | None = None, path: str | None = None
+        source: str,
+        cell_type: str = "code",
+        index: int | None = None,
+        path: str | None = None,
+        run: RunContext = OUTSIDE_A_RUN,
     ) -> str:
         """Add a cell. In this notebook it is proposed right below the running cell, where the
         user sees it at once; in another notebook (``path``) it is inserted at ``index``.
@@ -240,9 +284,17 @@ def notebook_tools(
             cell_type: "code" or "markdown".
             index: Only with ``path``: the position in that notebook (0 = first; default: last).
             path: Another notebook to add the cell to (default: this one).
+
+        Notes:
+            With the live notebook, the cell is inserted into the open document below the cell
+            this run is in (after the cells this run inserted before), or at the end.
         """
         if cell_type not in ("code", "markdown"):
             raise WorkspaceError('cell_type must be "code" or "markdown".')
+        is_live, note = live_here(path)
+        if is_live:
+            assert live is not None
+            return await asyncio.to_thread(insert_live, live, source, cell_type, run)
         if path is None or this_notebook(target(path)):
             text = source if cell_type == "code" else f"%%markdown\n{source}"
             proposals.append(text)
@@ -253,7 +305,7 @@ def notebook_tools(
                     "Proposed the cell below the current one (this run is headless: the notebook "
                     "file is not changed)."
                 )
-            return "Proposed the cell below the current one; the user sees it in the notebook."
+            return noted(note, "Proposed the cell below the current one; the user sees it in the notebook.")
         import nbformat
 
         file = target(path)
@@ -266,7 +318,30 @@ def notebook_tools(
             _save(file, nb)
         return f"Inserted a {cell_type} cell with id {cell.id} at index {position} of {file.name}."
 
-    def edit_cell(cell_id: str, old_source: str, new_source: str, path: str | None = None) -> str:
+    def insert_live(live: LiveNotebook, source: str, cell_type: str, run: RunContext) -> str:
+        # Below the run's own cell, after what this run inserted before: in the order asked.
+        anchor = inserted[-1] if inserted else cell_id
+        op = InsertOp(op="insert", cell_type="code" if cell_type == "code" else "markdown", source=source)
+        if anchor is not None:
+            op["after_id"] = anchor
+        try:
+            answer = apply_live(live, [op], provenance(run))
+        except WorkspaceError:
+            if anchor is None:
+                raise
+            del op["after_id"]  # the cell it was to follow is gone: at the end instead
+            answer = apply_live(live, [op], provenance(run))
+        [cell] = answer.cells
+        inserted.append(cell.cell_id)
+        return f"Inserted a {cell_type} cell with id {cell.cell_id} at index {cell.index} of {LIVE}."
+
+    def edit_cell(
+        cell_id: str,
+        old_source: str,
+        new_source: str,
+        path: str | None = None,
+        run: RunContext = OUTSIDE_A_RUN,
+    ) -> str:
         """Replace a cell's whole source. Refused if the cell no longer holds ``old_source``.
 
         Args:
@@ -274,7 +349,17 @@ def notebook_tools(
             old_source: The source you expect the cell to have now, exactly.
             new_source: Its new source.
             path: Notebook path (default: this one).
+
+        Notes:
+            With the live notebook, the guard is checked against the open document (unsaved
+            edits included); outputs stay until the cell runs again.
         """
+        is_live, note = live_here(path)
+        if is_live:
+            assert live is not None
+            op = ReplaceOp(op="replace", cell_id=cell_id, expect=old_source, source=new_source)
+            [cell] = apply_live(live, [op], provenance(run)).cells
+            return f"Edited cell {cell_id} (at index {cell.index}) in {LIVE}."
         file = writable(path)
         with locked(file):
             nb = _load(file)
@@ -288,9 +373,11 @@ def notebook_tools(
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
             _save(file, nb)
-        return f"Edited cell {cell_id} in {file.name}."
+        return noted(note, f"Edited cell {cell_id} in the saved file {file.name}.")
 
-    def delete_cell(cell_id: str, old_source: str, path: str | None = None) -> str:
+    def delete_cell(
+        cell_id: str, old_source: str, path: str | None = None, run: RunContext = OUTSIDE_A_RUN
+    ) -> str:
         """Delete a cell. Refused if it no longer holds ``old_source``.
 
         Args:
@@ -298,6 +385,12 @@ def notebook_tools(
             old_source: The source you expect the cell to have, exactly.
             path: Notebook path (default: this one).
         """
+        is_live, note = live_here(path)
+        if is_live:
+            assert live is not None
+            op = DeleteOp(op="delete", cell_id=cell_id, expect=old_source)
+            apply_live(live, [op], provenance(run))
+            return f"Deleted cell {cell_id} from {LIVE}."
         file = writable(path)
         with locked(file):
             nb = _load(file)
@@ -306,16 +399,28 @@ def notebook_tools(
                 raise WorkspaceError(f"Cell {cell_id} changed since you read it; nothing was deleted.")
             del nb.cells[index]
             _save(file, nb)
-        return f"Deleted cell {cell_id} (it was at index {index}) from {file.name}."
+        return noted(
+            note, f"Deleted cell {cell_id} (it was at index {index}) from the saved file {file.name}."
+        )
 
-    def move_cell(cell_id: str, to_index: int, path: str | None = None) -> str:
+    def move_cell(
+        cell_id: str, to_index: int, path: str | None = None, run: RunContext = OUTSIDE_A_RUN
+    ) -> str:
         """Move a cell to another position.
 
         Args:
             cell_id: The cell's id (from read_cells).
             to_index: Its new index (0 = first).
             path: Notebook path (default: this one).
+
+        Notes:
+            With the live notebook, the index is taken in the document as it is now, and the move
+            is sent as "after cell X" so that a cell the user adds meanwhile does not shift it.
         """
+        is_live, note = live_here(path)
+        if is_live:
+            assert live is not None
+            return move_live(live, cell_id, to_index, run)
         file = writable(path)
         with locked(file):
             nb = _load(file)
@@ -323,7 +428,27 @@ def notebook_tools(
             position = max(0, min(to_index, len(nb.cells)))
             nb.cells.insert(position, cell)
             _save(file, nb)
-        return f"Moved cell {cell_id} to index {position} of {file.name}."
+        return noted(note, f"Moved cell {cell_id} to index {position} of the saved file {file.name}.")
+
+    def move_live(live: LiveNotebook, cell_id: str, to_index: int, run: RunContext) -> str:
+        from ..live_document import LiveNotebookError
+
+        # A move overwrites nothing: its guard is the source the cell has now, read just before.
+        try:
+            doc = live.read(max_output_chars=0)
+        except LiveNotebookError as exc:
+            raise WorkspaceError(f"Nothing was moved: {exc}") from exc
+        cell = doc.cell(cell_id)
+        if cell is None:
+            ids = ", ".join(c.id for c in doc.cells[:30])
+            raise WorkspaceError(f"No cell with id {cell_id!r}. Cell ids: {ids}. Call read_cells again.")
+        rest = [c.id for c in doc.cells if c.id != cell_id]
+        position = max(0, min(to_index, len(rest)))
+        after = rest[position - 1] if position > 0 else None
+        op = MoveOp(op="move", cell_id=cell_id, expect=cell.source, after_id=after)
+        [moved] = apply_live(live, [op], provenance(run)).cells
+        where = f"after cell {after}" if after is not None else "at the top"
+        return f"Moved cell {cell_id} to index {moved.index} ({where}) of {LIVE}."
 
     return [
         tool(read_cells, read_only=True),

@@ -1,0 +1,83 @@
+// The review of the kernel's edits, on the cells they changed: the diff of the cell's source
+// before and after the edit, and Keep / Undo. Keep takes the review away and leaves the cell;
+// Undo puts back that cell (index.js runs the edit's inverse ops for it, guarded: a cell the user
+// changed since is left alone, and the review says so). Styled with JupyterLab's theme variables,
+// so it follows the light and dark themes. The diff itself is edits.js's (pure, tested by node).
+
+import { lineDiff } from "./edits.js";
+
+export const REVIEW_CLASS = "jp-ipyagent-review";
+
+const CSS = `
+.${REVIEW_CLASS} {
+  margin: 2px 0 6px var(--jp-cell-prompt-width, 64px);
+  border-left: 3px solid var(--jp-brand-color1);
+  background: var(--jp-layout-color1);
+  color: var(--jp-ui-font-color1);
+  font-size: var(--jp-ui-font-size1);
+}
+.${REVIEW_CLASS}-head { display: flex; align-items: center; gap: 6px; padding: 3px 6px; }
+.${REVIEW_CLASS}-head .${REVIEW_CLASS}-title { flex: 1; color: var(--jp-ui-font-color2); }
+.${REVIEW_CLASS}-diff {
+  margin: 0; padding: 2px 6px; overflow-x: auto; white-space: pre;
+  font-family: var(--jp-code-font-family); font-size: var(--jp-code-font-size);
+}
+.${REVIEW_CLASS}-removed { background: var(--jp-error-color3); color: var(--jp-content-font-color1); }
+.${REVIEW_CLASS}-added { background: var(--jp-success-color3); color: var(--jp-content-font-color1); }
+.${REVIEW_CLASS}-note { padding: 3px 6px; color: var(--jp-warn-color0); }
+`;
+
+/** Add the review's style to the page once. */
+export function ensureStyle(doc = document) {
+  if (doc.getElementById(`${REVIEW_CLASS}-style`)) return;
+  const style = doc.createElement("style");
+  style.id = `${REVIEW_CLASS}-style`;
+  style.textContent = CSS;
+  doc.head.appendChild(style);
+}
+
+function button(doc, label, kind, onClick) {
+  const el = doc.createElement("button");
+  el.className = `jp-Button jp-mod-styled ${kind}`;
+  el.textContent = label;
+  el.addEventListener("click", (event) => {
+    event.stopPropagation();
+    onClick();
+  });
+  return el;
+}
+
+/**
+ * The review of one cell: `before` (null: the edit inserted the cell) and `after` its source;
+ * `note`, when set, says why an Undo left the cell alone (then only Keep is offered).
+ */
+export function reviewElement({ before, after, note, onKeep, onUndo }, doc = document) {
+  const root = doc.createElement("div");
+  root.className = REVIEW_CLASS;
+  const head = doc.createElement("div");
+  head.className = `${REVIEW_CLASS}-head`;
+  const title = doc.createElement("span");
+  title.className = `${REVIEW_CLASS}-title`;
+  title.textContent = before === null ? "ipyagent inserted this cell" : "ipyagent changed this cell";
+  head.appendChild(title);
+  head.appendChild(button(doc, "Keep", "jp-mod-accept", onKeep));
+  if (!note) head.appendChild(button(doc, "Undo", "jp-mod-warn", onUndo));
+  root.appendChild(head);
+  if (note) {
+    const why = doc.createElement("div");
+    why.className = `${REVIEW_CLASS}-note`;
+    why.textContent = note;
+    root.appendChild(why);
+  }
+  const diff = doc.createElement("pre");
+  diff.className = `${REVIEW_CLASS}-diff`;
+  for (const line of lineDiff(before, after)) {
+    const row = doc.createElement("div");
+    const mark = line.kind === "removed" ? "-" : line.kind === "added" ? "+" : " ";
+    if (line.kind !== "same") row.className = `${REVIEW_CLASS}-${line.kind}`;
+    row.textContent = `${mark} ${line.text}`;
+    diff.appendChild(row);
+  }
+  root.appendChild(diff);
+  return root;
+}
