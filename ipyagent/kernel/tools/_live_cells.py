@@ -72,7 +72,7 @@ def read_live(
             page_chars=page_chars,
         )
     except LiveNotebookError as exc:
-        why = f"{exc} {exc.hint}" if exc.hint else str(exc)
+        why = str(exc)  # its hint included
         return None, f"(saved file, not the live document, which could not be read: {why})"
     if doc.total and not 0 <= start < doc.total:
         raise WorkspaceError(f"start must be from 0 to {doc.total - 1}: the notebook has {doc.total} cells.")
