@@ -79,18 +79,6 @@ class ToolCallBlock(_Block):
         return cls(id=id, name=name, arguments=parse_arguments(raw_arguments), raw_arguments=raw_arguments)
 
 
-class ToolResultBlock(_Block):
-    """What a tool call gave back. ``denied`` marks a call refused at the permission prompt (by
-    the user, or because nobody could answer): for the views only, never sent to a provider."""
-
-    type: Literal["tool_result"] = "tool_result"
-    tool_call_id: str
-    name: str = ""
-    content: str
-    is_error: bool = False
-    denied: bool = False
-
-
 class ImageBlock(_Block):
     """An image, inline as base64 ``data`` or by ``url``."""
 
@@ -98,6 +86,28 @@ class ImageBlock(_Block):
     media_type: str = "image/png"
     data: str | None = None
     url: str | None = None
+
+
+class ToolResultBlock(_Block):
+    """What a tool call gave back. ``denied`` marks a call refused at the permission prompt (by
+    the user, or because nobody could answer): for the views only, never sent to a provider.
+    ``images`` (figures a tool made) go to models that accept images; ``content`` describes them
+    for the others (see :mod:`~ipyagent.agentlib.vision`)."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    name: str = ""
+    content: str
+    is_error: bool = False
+    denied: bool = False
+    images: tuple[ImageBlock, ...] = ()
+
+    @property
+    def images_caption(self) -> str:
+        """What introduces the images where a wire carries them apart from the result's text."""
+        count = len(self.images)
+        what = "image" if count == 1 else f"{count} images"
+        return f"The {what} from the `{self.name or 'tool'}` call above ({self.tool_call_id}):"
 
 
 ContentBlock: TypeAlias = Annotated[

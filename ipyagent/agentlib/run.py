@@ -63,10 +63,14 @@ from .retry import Retries, RetryPolicy
 from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_tool_call
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
+from .vision import accepts_images, has_images, remember_no_images, without_images
 
 __all__ = ["AgentRun", "RunConfig", "compact_conversation"]
 
 log = logging.getLogger("ipyagent")
+
+#: Images kept of one tool result (figures for vision models); more are described in its text.
+MAX_RESULT_IMAGES = 4
 
 CANCELLED_RESULT = "Cancelled: the user stopped the run before this tool call finished."
 
@@ -295,6 +299,8 @@ class AgentRun:
         if overflow:  # make room, then send the turn again (once: the run compacts once)
             await self._compact("overflow")
             return True
+        if self._images_rejected(exc):  # send the figures' descriptions instead, at once
+            return True
         if delay is not None:
             self._emit(
                 RunWarning(
@@ -305,6 +311,27 @@ class AgentRun:
                 )
             )
         return False
+
+    def _images_rejected(self, exc: AgentError) -> bool:
+        """Whether the provider refused the images of the request (a model wrongly taken for a
+        vision model): then it gets descriptions only, for the rest of the process."""
+        model_id = self.provider.model_id
+        status = exc.info.status_code
+        if status not in (400, 415, 422) or "image" not in exc.info.message.lower():
+            return False
+        if not accepts_images(model_id) or not has_images(self.conversation.messages):
+            return False
+        remember_no_images(model_id)
+        self._emit(
+            RunWarning(
+                code="images_rejected",
+                message=f"{model_id} did not accept an image; the figures' descriptions were sent instead.",
+                hint='If the model does accept images, say so in ~/.config/ipyagent/config.toml: [vision] "'
+                + model_id
+                + '" = true.',
+            )
+        )
+        return True
 
     async def _build_request(self) -> ModelRequest:
         config = self.config
@@ -320,10 +347,13 @@ class AgentRun:
             cap = self.spending.reply_cap(self.usage, self.conversation.usage, prompt)
             if cap is not None and (settings.max_tokens is None or cap < settings.max_tokens):
                 settings = settings.model_copy(update={"max_tokens": cap})
+        messages = list(self.conversation.messages)
+        if has_images(messages) and not accepts_images(self.provider.model_id):
+            messages = without_images(messages)  # their text describes them
         request = ModelRequest.model_construct(
             model=self.provider.model_id.split("/", 1)[-1],
             system=config.system,
-            messages=list(self.conversation.messages),
+            messages=messages,
             tools=specs,
             settings=settings,
             tool_choice=choice,
@@ -445,6 +475,8 @@ class AgentRun:
         if not refused:
             self._failures = self._failures + 1 if output.is_error else 0
         block = self._result_block(call, output.text, is_error=output.is_error)
+        if output.images:
+            block = block.model_copy(update={"images": tuple(output.images[:MAX_RESULT_IMAGES])})
         if call.id in self._denied:
             block = block.model_copy(update={"denied": True})
         self._results[call.id] = block

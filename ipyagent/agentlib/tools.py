@@ -27,6 +27,7 @@ from pydantic.json_schema import PydanticJsonSchemaWarning
 
 from .docstrings import parse_docstring
 from .errors import UserError
+from .messages import ImageBlock
 from .model import ToolSpec
 
 __all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "tool"]
@@ -48,6 +49,9 @@ class ToolOutput(BaseModel):
     text: str
     display: dict[str, Any] | list[dict[str, Any]] | None = None
     is_error: bool = False
+    #: Images for the model (a figure the tool made, downscaled), sent to models that accept
+    #: images; ``text`` should describe them for the others.
+    images: list[ImageBlock] | None = None
 
 
 @dataclass

@@ -123,10 +123,28 @@ def test_a_figure_comes_back_as_png_and_is_closed(shell: Any) -> None:
     import matplotlib.pyplot as plt
 
     out = execute(shell, "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 3, 2]);")
-    assert "[displayed]\n(a matplotlib figure, shown to the user)" in out.text
+    assert "[displayed]\n(a matplotlib figure, shown to the user: axes 1: 1 line)" in out.text
     assert plt.get_fignums() == []
     assert isinstance(out.display, list)
     assert any("image/png" in bundle for bundle in out.display), [sorted(b) for b in out.display]
+
+
+def test_the_model_gets_a_figures_description_and_a_bounded_image(shell: Any) -> None:
+    import base64
+    import struct
+
+    code = (
+        "import matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots(figsize=(20, 5), dpi=200)\n"
+        "ax.bar(['north', 'south'], [3, 5], label='units')\n"
+        "ax.set_title('Units by region'); ax.set_xlabel('region'); ax.legend();"
+    )
+    out = execute(shell, code)
+    assert "axes 1: title 'Units by region'; x 'region'; 1 bar series (2 bars); legend units" in out.text
+    [image] = out.images or []
+    png = base64.b64decode(image.data or "")
+    width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
+    assert (width, height) == (1024, 256)  # 4000 x 1000 pixels at its own size
 
 
 def test_a_dataframe_is_text_for_the_model_and_html_for_the_user(shell: Any) -> None:

@@ -150,7 +150,10 @@ def _user(message: Message) -> list[dict[str, Any]]:
     for block in message.content:
         if isinstance(block, ToolResultBlock):
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_call_id}
-            if block.content:
+            if block.images:  # a tool result holds images itself here
+                text = [{"type": "text", "text": block.content}] if block.content else []
+                result["content"] = [*text, *(_image(image) for image in block.images)]
+            elif block.content:
                 result["content"] = block.content
             if block.is_error:
                 result["is_error"] = True
@@ -158,13 +161,17 @@ def _user(message: Message) -> list[dict[str, Any]]:
         elif isinstance(block, TextBlock) and block.text:
             rest.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
-            source = (
-                {"type": "url", "url": block.url}
-                if block.url
-                else {"type": "base64", "media_type": block.media_type, "data": block.data or ""}
-            )
-            rest.append({"type": "image", "source": source})
+            rest.append(_image(block))
     return results + rest
+
+
+def _image(block: ImageBlock) -> dict[str, Any]:
+    source = (
+        {"type": "url", "url": block.url}
+        if block.url
+        else {"type": "base64", "media_type": block.media_type, "data": block.data or ""}
+    )
+    return {"type": "image", "source": source}
 
 
 def _assistant(message: Message, endpoint: str) -> list[dict[str, Any]]:

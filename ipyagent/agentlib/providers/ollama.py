@@ -108,7 +108,11 @@ def _user(message: Message) -> list[dict[str, Any]]:
     texts: list[str] = []
     images: list[str] = []
     for block in message.content:
-        if isinstance(block, TextBlock) and block.text:
+        if isinstance(block, ToolResultBlock) and block.images:
+            # A tool message carries no images here: they follow in the user part, introduced.
+            texts.append(block.images_caption)
+            images.extend(i.data for i in block.images if i.data)
+        elif isinstance(block, TextBlock) and block.text:
             texts.append(block.text)
         elif isinstance(block, ImageBlock):
             if block.data:

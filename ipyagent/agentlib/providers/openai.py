@@ -138,18 +138,26 @@ def _user(message: Message) -> list[dict[str, Any]]:
         for b in message.content
         if isinstance(b, ToolResultBlock)
     ]
+    # A tool message carries text only: a result's images follow in the user part, introduced.
     parts: list[dict[str, Any]] = []
     for block in message.content:
-        if isinstance(block, TextBlock) and block.text:
+        if isinstance(block, ToolResultBlock) and block.images:
+            parts.append({"type": "text", "text": block.images_caption})
+            parts.extend(_image_part(image) for image in block.images)
+        elif isinstance(block, TextBlock) and block.text:
             parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
-            url = block.url or f"data:{block.media_type};base64,{block.data or ''}"
-            parts.append({"type": "image_url", "image_url": {"url": url}})
+            parts.append(_image_part(block))
     if len(parts) == 1 and parts[0]["type"] == "text":
         out.append({"role": "user", "content": parts[0]["text"]})
     elif parts:
         out.append({"role": "user", "content": parts})
     return out
+
+
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    url = block.url or f"data:{block.media_type};base64,{block.data or ''}"
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _result_text(block: ToolResultBlock) -> str:

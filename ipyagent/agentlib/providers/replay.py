@@ -392,9 +392,10 @@ def _message(message: Message, calls: dict[str, str]) -> dict[str, Any]:
         for key in ("id", "tool_call_id"):  # ids are the agent's, random: number them instead
             if key in data:
                 data[key] = calls.setdefault(data[key], f"call_{len(calls) + 1}")
-        if isinstance(data.get("data"), str):  # an inline image: its hash is enough to compare
-            digest = hashlib.sha256(data["data"].encode()).hexdigest()[:16]
-            data["data"] = f"sha256:{digest} ({len(data['data'])} chars)"
+        for image in (data, *data.get("images", ())):
+            if isinstance(image.get("data"), str):  # an inline image: its hash is enough to compare
+                digest = hashlib.sha256(image["data"].encode()).hexdigest()[:16]
+                image["data"] = f"sha256:{digest} ({len(image['data'])} chars)"
         content.append(data)
     out["content"] = content
     return out

@@ -19,9 +19,11 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ...agentlib.messages import ImageBlock
 from ...agentlib.tools import Tool, ToolOutput, tool
 from ..history import History
 from ..runner import MainThread
+from .figures import describe_figure, figure_image
 
 __all__ = ["History", "execute", "format_history", "python_tools"]
 
@@ -65,6 +67,7 @@ def execute(shell: Any, code: str) -> ToolOutput:
             error = _format_error(exc, filename)  # the code raised it: an error like any other
     sections: list[str] = []
     display: list[dict[str, Any]] = []
+    images: list[ImageBlock] = []
     if captured.stdout:
         sections.append(f"[stdout]\n{cap(captured.stdout.rstrip())}")
     if captured.stderr:
@@ -72,9 +75,14 @@ def execute(shell: Any, code: str) -> ToolOutput:
     for output in captured.outputs:
         sections.append(f"[displayed]\n{_describe_bundle(output.data)}")
         display.append(dict(output.data))
-    for bundle in _new_figures(shell, figures_before):
-        sections.append("[displayed]\n(a matplotlib figure, shown to the user)")
+        png = output.data.get("image/png")
+        if isinstance(png, str):  # an image shown as it ran (plt.show()): a vision model sees it
+            images.append(ImageBlock(media_type="image/png", data=png.replace("\n", "")))
+    for bundle, description, image in _new_figures(shell, figures_before):
+        sections.append(f"[displayed]\n(a matplotlib figure, shown to the user: {description})")
         display.append(bundle)
+        if image is not None:
+            images.append(image)
     if value is not None:
         data, _metadata = shell.display_formatter.format(value)
         sections.append(f"[result]\n{cap(data.get('text/plain', repr(value)))}")
@@ -83,7 +91,7 @@ def execute(shell: Any, code: str) -> ToolOutput:
     if error is not None:
         sections.append(f"[error]\n{cap(error)}")
     text = "\n\n".join(sections) or "(ran without output)"
-    return ToolOutput(text=text, display=display or None, is_error=error is not None)
+    return ToolOutput(text=text, display=display or None, is_error=error is not None, images=images or None)
 
 
 @contextlib.contextmanager
@@ -139,12 +147,13 @@ def _figure_numbers() -> set[int]:
     return set(plt.get_fignums()) if plt is not None else set()
 
 
-def _new_figures(shell: Any, before: set[int]) -> list[dict[str, Any]]:
-    """Figures the code left open, rendered and closed, as the inline backend would."""
+def _new_figures(shell: Any, before: set[int]) -> list[tuple[dict[str, Any], str, ImageBlock | None]]:
+    """Figures the code left open, rendered and closed, as the inline backend would: each one's
+    bundle for the user, description and image for the model."""
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return []
-    bundles = []
+    figures = []
     for number in sorted(set(plt.get_fignums()) - before):
         figure = plt.figure(number)
         data, _metadata = shell.display_formatter.format(figure)
@@ -153,9 +162,9 @@ def _new_figures(shell: Any, before: set[int]) -> list[dict[str, Any]]:
 
             png = print_figure(figure, "png", base64=True)  # type: ignore[no-untyped-call]
             data = {**data, "image/png": png}
-        bundles.append(data)
+        figures.append((data, describe_figure(figure), figure_image(figure)))
         plt.close(figure)
-    return bundles
+    return figures
 
 
 # -- variables -----------------------------------------------------------------------------------
