@@ -123,7 +123,7 @@ def test_a_figure_comes_back_as_png_and_is_closed(shell: Any) -> None:
     import matplotlib.pyplot as plt
 
     out = execute(shell, "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 3, 2]);")
-    assert "[displayed]\n(a matplotlib figure, shown to the user: axes 1: 1 line)" in out.text
+    assert "[displayed]\n(shown to the user: a line chart with 1 line)" in out.text
     assert plt.get_fignums() == []
     assert isinstance(out.display, list)
     assert any("image/png" in bundle for bundle in out.display), [sorted(b) for b in out.display]
@@ -140,7 +140,10 @@ def test_the_model_gets_a_figures_description_and_a_bounded_image(shell: Any) ->
         "ax.set_title('Units by region'); ax.set_xlabel('region'); ax.legend();"
     )
     out = execute(shell, code)
-    assert "axes 1: title 'Units by region'; x 'region'; 1 bar series (2 bars); legend units" in out.text
+    assert (
+        "(shown to the user: a bar chart 'Units by region' (x: region) with 2 bars, legend: units)"
+        in out.text
+    )
     [image] = out.images or []
     png = base64.b64decode(image.data or "")
     width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
@@ -369,3 +372,16 @@ async def test_a_variable_whose_repr_raises_does_not_hide_the_others(shell: Any)
     assert "odd: __main__.OddShape (unrepresentable: ValueError: no shape)" in lines
     described, _ = await call(shell, "describe_variable", {"name": "bad"})
     assert "unrepresentable: RuntimeError: no repr today" in described.content
+
+
+def test_a_figure_of_several_charts_is_described_chart_by_chart(shell: Any) -> None:
+    code = (
+        "import matplotlib.pyplot as plt\n"
+        "fig, (a, b) = plt.subplots(1, 2)\n"
+        "a.plot([1, 2]); a.plot([2, 1]); b.scatter([1], [2]); b.set_ylabel('y');"
+    )
+    out = execute(shell, code)
+    assert (
+        "a figure of 2 charts: 1) a line chart with 2 lines; 2) a scatter plot (y: y) with 1 series of points"
+        in out.text
+    )

@@ -21,16 +21,20 @@ _MAX_DESCRIPTION = 600
 
 
 def describe_figure(figure: Any) -> str:
-    """``figure`` in a sentence per axes: title, axis labels, what is drawn, the legend."""
-    parts = []
-    for number, axes in enumerate(getattr(figure, "axes", []), 1):
+    """``figure`` in a phrase: "a bar chart 'Revenue by region' (x: region) with 3 bars", or for
+    several axes "a figure of 2 charts: 1) ...; 2) ..."."""
+    charts = []
+    for axes in getattr(figure, "axes", []):
         try:
-            parts.append(f"axes {number}: {_describe_axes(axes)}")
+            charts.append(_describe_axes(axes))
         except Exception as exc:  # a third-party Axes subclass: say what we could not read
-            parts.append(f"axes {number}: ({type(exc).__name__} while reading it)")
-    if not parts:
-        return "an empty figure"
-    text = "; ".join(parts)
+            charts.append(f"a chart ({type(exc).__name__} while reading it)")
+    if not charts:
+        text = "an empty figure"
+    elif len(charts) == 1:
+        text = charts[0]
+    else:
+        text = f"a figure of {len(charts)} charts: " + "; ".join(f"{n}) {c}" for n, c in enumerate(charts, 1))
     return text if len(text) <= _MAX_DESCRIPTION else text[: _MAX_DESCRIPTION - 1] + "…"
 
 
@@ -48,32 +52,30 @@ def figure_image(figure: Any) -> ImageBlock | None:
 
 
 def _describe_axes(axes: Any) -> str:
-    said = []
-    title = axes.get_title()
-    if title:
-        said.append(f"title {title!r}")
-    for axis, label in (("x", axes.get_xlabel()), ("y", axes.get_ylabel())):
-        if label:
-            said.append(f"{axis} {label!r}")
-    drawn = []
     lines = axes.get_lines()
-    if lines:
-        drawn.append(_count(len(lines), "line"))
     bars = [c for c in getattr(axes, "containers", []) if type(c).__name__ == "BarContainer"]
-    if bars:
-        drawn.append(f"{_count(len(bars), 'bar series', 'bar series')} ({sum(len(b) for b in bars)} bars)")
     points = [c for c in axes.collections if type(c).__name__ == "PathCollection"]
-    if points:
-        drawn.append(_count(len(points), "scatter series", "scatter series"))
-    if axes.images:
-        drawn.append(_count(len(axes.images), "image or heatmap", "images or heatmaps"))
-    said.append(", ".join(drawn) if drawn else "nothing drawn")
+    drawn = [
+        (len(lines), "line chart", _count(len(lines), "line")),
+        (len(bars), "bar chart", _count(sum(len(b) for b in bars), "bar")),
+        (len(points), "scatter plot", _count(len(points), "series", "series") + " of points"),
+        (len(axes.images), "heatmap", _count(len(axes.images), "image")),
+    ]
+    present = [(kind, what) for n, kind, what in drawn if n]
+    kind = present[0][0] if len(present) == 1 else "chart"
+    title = axes.get_title()
+    text = f"a {kind}" + (f" {title!r}" if title else "")
+    labels = [
+        f"{axis}: {label}" for axis, label in (("x", axes.get_xlabel()), ("y", axes.get_ylabel())) if label
+    ]
+    if labels:
+        text += f" ({', '.join(labels)})"
+    text += " with " + " and ".join(what for _, what in present) if present else " with nothing drawn"
     legend = axes.get_legend()
-    if legend is not None:
-        labels = [t.get_text() for t in legend.get_texts()][:8]
-        if labels:
-            said.append(f"legend {', '.join(labels)}")
-    return "; ".join(said)
+    labels = [t.get_text() for t in legend.get_texts()][:8] if legend is not None else []
+    if labels:
+        text += f", legend: {', '.join(labels)}"
+    return text
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

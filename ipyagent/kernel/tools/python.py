@@ -79,7 +79,7 @@ def execute(shell: Any, code: str) -> ToolOutput:
         if isinstance(png, str):  # an image shown as it ran (plt.show()): a vision model sees it
             images.append(ImageBlock(media_type="image/png", data=png.replace("\n", "")))
     for bundle, description, image in _new_figures(shell, figures_before):
-        sections.append(f"[displayed]\n(a matplotlib figure, shown to the user: {description})")
+        sections.append(f"[displayed]\n(shown to the user: {description})")
         display.append(bundle)
         if image is not None:
             images.append(image)

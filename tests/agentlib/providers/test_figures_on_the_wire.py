@@ -23,7 +23,7 @@ from ipyagent.agentlib.providers.openai import OpenAIProvider
 from ipyagent.agentlib.tools import ToolOutput, tool
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-DESCRIBED = "(a matplotlib figure, shown to the user: axes 1: title 'Capitals'; 1 line)"
+DESCRIBED = "(shown to the user: a line chart 'Capitals' with 1 line)"
 
 
 @tool(read_only=True)
