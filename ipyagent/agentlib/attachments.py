@@ -18,7 +18,13 @@ from typing import TypeAlias
 from .errors import UserError
 from .messages import ImageBlock, TextBlock
 
-__all__ = ["MAX_IMAGE_BYTES", "MAX_TEXT_CHARS", "Attachment", "attachment_blocks"]
+__all__ = [
+    "MAX_IMAGE_BYTES",
+    "MAX_TEXT_CHARS",
+    "Attachment",
+    "attachment_blocks",
+    "attachment_label",
+]
 
 #: A path to a file, or a block as the model will see it.
 Attachment: TypeAlias = "str | os.PathLike[str] | TextBlock | ImageBlock"
@@ -55,6 +61,13 @@ def attachment_blocks(attachments: Sequence[Attachment]) -> list[TextBlock | Ima
     return blocks
 
 
+def attachment_label(block: TextBlock | ImageBlock) -> str:
+    """A name for an attached block, for the views: "notebook context", "@sales", "notes.md"."""
+    if isinstance(block, ImageBlock):
+        return "an image"
+    return block.attached or "text"
+
+
 def _file_block(path: Path) -> TextBlock | ImageBlock:
     try:
         data = path.read_bytes()
@@ -83,4 +96,4 @@ def _file_block(path: Path) -> TextBlock | ImageBlock:
     text = data.decode("utf-8", errors="replace")
     if len(text) > MAX_TEXT_CHARS:
         text = f"{text[:MAX_TEXT_CHARS]}\n… [cut: {MAX_TEXT_CHARS:,} of {len(text):,} characters attached]"
-    return TextBlock(text=f'<file name="{path.name}">\n{text}\n</file>')
+    return TextBlock(text=f'<file name="{path.name}">\n{text}\n</file>', attached=path.name)

@@ -33,6 +33,7 @@ __all__ = [
     "AgentEvent",
     "AskUserAnswered",
     "AskUserRequired",
+    "AttachmentSent",
     "CompactionCompleted",
     "CompactionStarted",
     "MessageCommitted",
@@ -269,6 +270,16 @@ class UsageUpdated(_Event):
     budget: str | None = None
 
 
+class AttachmentSent(_Event):
+    """Something sent with the prompt besides its text (the notebook's context, a mentioned
+    variable, a file), for the views to show: ``label`` names it, ``tokens`` estimates its size."""
+
+    type: Literal["attachment_sent"] = "attachment_sent"
+    label: str
+    text: str
+    tokens: int
+
+
 class MessageCommitted(_Event):
     type: Literal["message_committed"] = "message_committed"
     message: Message
@@ -321,6 +332,7 @@ AgentEvent: TypeAlias = Annotated[
     | RunWarning
     | UsageUpdated
     | MessageCommitted
+    | AttachmentSent
     | CompactionStarted
     | CompactionCompleted,
     Field(discriminator="type"),

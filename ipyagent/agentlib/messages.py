@@ -50,8 +50,13 @@ class _Block(BaseModel):
 
 
 class TextBlock(_Block):
+    """Text. In a user message, ``attached`` names what the block carries besides what the user
+    typed ("notebook context", "@sales", "notes.md"): the model reads it like any text; views
+    show it folded."""
+
     type: Literal["text"] = "text"
     text: str
+    attached: str | None = None
 
 
 class ThinkingBlock(_Block):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .asks import Inbox, PendingAnswers
+from .attachments import attachment_label
 from .budget import Budget, Spending
 from .bus import EventBus
 from .compaction import CompactionResult, compact, split_point
@@ -34,6 +35,7 @@ from .events import (
     AgentEvent,
     AskUserAnswered,
     AskUserRequired,
+    AttachmentSent,
     CompactionCompleted,
     CompactionStarted,
     Decision,
@@ -53,7 +55,7 @@ from .events import (
     UsageUpdated,
 )
 from .hooks import BlockToolCall, Hooks, ToolCallInfo, call_hook, hook_name
-from .messages import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
+from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
 from .parts import PartsAssembler
 from .prices import priced
@@ -176,6 +178,11 @@ class AgentRun:
                 return self._finish("exhausted", spent)  # before the prompt: nothing is committed
             self.conversation.record_settings(config.model, config.settings)
             self._commit(Message.user(_join(self.prompt, self.inbox.take()), *self.attachments))
+            for block in self.attachments:
+                if isinstance(block, TextBlock | ImageBlock):
+                    text = block.text if isinstance(block, TextBlock) else ""
+                    tokens = estimate_tokens("", [Message.user("", block)])
+                    self._emit(AttachmentSent(label=attachment_label(block), text=text, tokens=tokens))
             while True:
                 if self.turn >= config.max_turns:
                     return self._finish(

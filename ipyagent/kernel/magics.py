@@ -86,6 +86,8 @@ HELP = """\
                            functions by name, e.g. --tools python,lookup_price
   --max-turns N            model calls allowed in this run
   --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
+  --context PARTS          what the model is told of the notebook unasked: cell,outline,variables,error,
+                           all or none (default: c.AgentMagics.context, none)
   --thinking LEVEL         none | low | medium | high
   -o/--output VAR          store the result object (text, messages, usage, status) in VAR
   --quiet                  show nothing while running
@@ -113,6 +115,11 @@ class AgentMagics(Magics):
     budget = Unicode(
         None, allow_none=True, help="Caps on each run, e.g. 'tokens=50k,cost=0.50,time=5m'."
     ).tag(config=True)
+    context = Unicode(
+        "none",
+        help="What each prompt carries about the notebook: cell, outline, variables, error, all or none.",
+    ).tag(config=True)
+    context_budget = Int(1_000, help="Tokens the notebook's context may take in a prompt.").tag(config=True)
     conversation_budget = Unicode(
         None, allow_none=True, help="Caps on each conversation's total, e.g. 'tokens=2M,cost=5'."
     ).tag(config=True)
@@ -143,6 +150,7 @@ class AgentMagics(Magics):
     )
     @argument("--max-turns", type=int, default=None, help="Model calls allowed in this run.")
     @argument("--budget", default=None, help="Caps on this run: tokens=50k,cost=0.50,time=5m.")
+    @argument("--context", default=None, help="Notebook context sent: cell,outline,variables,error or none.")
     @argument("--thinking", default=None, choices=["none", "low", "medium", "high"], help="Reasoning effort.")
     @argument("-o", "--output", default=None, help="Store the result object in this variable.")
     @argument("--quiet", action="store_true", help="Show nothing while the run is in progress.")
@@ -165,11 +173,19 @@ class AgentMagics(Magics):
         if not prompt:
             raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
         agent = self._agent(args.session, new=args.new)
-        self._configure(agent, args, cell_id=running_cell_id(self.shell))
+        cell_id = running_cell_id(self.shell)
+        self._configure(agent, args, cell_id=cell_id)
         with pump_comm_messages(self.shell) as poll:
+            context = self._context(args.context, cell_id=cell_id)
             renderer = self._renderer(agent, args.quiet, poll)
             result, interrupted = run_blocking(
-                agent, prompt, renderer=renderer, loop=self.state.loop, main=self.state.main, poll=poll
+                agent,
+                prompt,
+                renderer=renderer,
+                loop=self.state.loop,
+                main=self.state.main,
+                poll=poll,
+                attachments=context,
             )
         if args.output and result is not None and self.shell is not None:
             self.shell.user_ns[args.output] = result
@@ -280,6 +296,15 @@ class AgentMagics(Magics):
             agent.reset()
         return agent
 
+    def _context(self, requested: str | None, *, cell_id: str | None) -> list[TextBlock]:
+        """The notebook's context for a prompt (see :mod:`.context`), as blocks to attach."""
+        from ..agentlib.messages import TextBlock
+        from .context import gather_context, parse_parts
+
+        parts = parse_parts(requested if requested is not None else self.context)
+        context = gather_context(self.state, parts=parts, cell_id=cell_id, budget=self.context_budget)
+        return [TextBlock(text=context.text, attached="notebook context")] if context is not None else []
+
     def _someone_may_answer(self, args: Any) -> bool:
         """Whether a view will show the model's questions: a widget in a front end. A headless
         run (nbval, `python -m ipyagent run`), a --quiet cell or terminal IPython is not offered
@@ -348,7 +373,7 @@ class AgentMagics(Magics):
         def mentions(text: str) -> list[TextBlock]:
             from .mentions import mentioned_variables
 
-            return mentioned_variables(text, namespace)
+            return [*self._context(args.context, cell_id=None), *mentioned_variables(text, namespace)]
 
         return ChatWidget(
             agent, loop=self.state.loop, wait_for=self.state.main.serve_until, mentions=mentions

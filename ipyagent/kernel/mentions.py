@@ -28,5 +28,6 @@ def mentioned_variables(text: str, namespace: Mapping[str, Any]) -> list[TextBlo
     blocks = []
     for name in names[:MAX_MENTIONS]:
         summary = cap(describe(namespace[name], name))
-        blocks.append(TextBlock(text=f'<variable name="{name}">\n{summary}\n</variable>'))
+        text = f'<variable name="{name}">\n{summary}\n</variable>'
+        blocks.append(TextBlock(text=text, attached=f"@{name}"))
     return blocks

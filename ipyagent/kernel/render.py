@@ -109,15 +109,21 @@ def _complete(block: Block) -> bool:
         return block["status"] in ("done", "failed", "denied")
     if block["kind"] == "question":
         return block["answer"] is not None
-    if block["kind"] == "user" or block["kind"] == "warning" or block["kind"] == "error":
+    if (
+        block["kind"] == "user"
+        or block["kind"] == "warning"
+        or block["kind"] == "error"
+        or block["kind"] == "attachment"
+    ):
         return True
     assert_never(block)
 
 
 def is_output(block: Block) -> bool:
     """Whether a block becomes an output of the cell when no widget shows the run. Not the
-    user's prompt (it is the cell's source), nor an error (the cell raises it)."""
-    if block["kind"] == "user" or block["kind"] == "error":
+    user's prompt (it is the cell's source), nor an error (the cell raises it), nor what was
+    sent with the prompt (its token counts would differ between a recording and a replay)."""
+    if block["kind"] == "user" or block["kind"] == "error" or block["kind"] == "attachment":
         return False
     if (
         block["kind"] == "text"

@@ -21,7 +21,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -159,6 +159,7 @@ def run_blocking(
     loop: BackgroundLoop,
     main: MainThread,
     poll: Callable[[], None] | None = None,
+    attachments: Sequence[Any] = (),
 ) -> tuple[RunResult | None, bool]:
     """Run ``agent`` on ``prompt`` and wait for it on this (the main) thread.
 
@@ -172,7 +173,7 @@ def run_blocking(
     deadline: float | None = None
     try:
         with main.serving(inbox):
-            future = loop.submit(agent.run(prompt))
+            future = loop.submit(agent.run(prompt, attachments=attachments))
             future.add_done_callback(lambda _: inbox.put(_DONE))
             while True:
                 try:

@@ -296,6 +296,17 @@ class ViewReducer:
         elif isinstance(event, ev.RunCancelled):
             self._end_streaming()
             self._top(status="cancelled")
+        elif isinstance(event, ev.AttachmentSent):
+            block_id = f"a{len(self.state['blocks'])}"
+            self._add(
+                {
+                    "id": block_id,
+                    "kind": "attachment",
+                    "label": event.label,
+                    "text": event.text,
+                    "tokens": event.tokens,
+                }
+            )
         elif isinstance(event, ev.CompactionCompleted):
             text = f"Summarized {event.dropped} earlier messages to free context."
             self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": text})
@@ -316,7 +327,18 @@ def history_blocks(messages: list[Message]) -> list[Block]:
         results = {r.tool_call_id: r for r in messages[i + 1].tool_results} if i + 1 < len(messages) else {}
         for j, block in enumerate(message.content):
             key = f"h{i}.{j}"
-            if isinstance(block, TextBlock) and message.role == "user":
+            if isinstance(block, TextBlock) and message.role == "user" and block.attached:
+                tokens = len(block.text) // 4 + 1  # the usual ~4 characters a token
+                label, text = block.attached, block.text
+                attachment: Block = {
+                    "id": key,
+                    "kind": "attachment",
+                    "label": label,
+                    "text": text,
+                    "tokens": tokens,
+                }
+                blocks.append(attachment)
+            elif isinstance(block, TextBlock) and message.role == "user":
                 blocks.append({"id": key, "kind": "user", "text": block.text})
             elif isinstance(block, TextBlock):
                 blocks.append({"id": key, "kind": "text", "text": block.text, "streaming": False})

@@ -124,6 +124,17 @@ class WarningBlock(TypedDict):
     text: str
 
 
+class AttachmentBlock(TypedDict):
+    """What went to the model with the prompt besides its text: the notebook's context, a
+    mentioned variable, a file. Shown folded, with its size."""
+
+    id: str
+    kind: Literal["attachment"]
+    label: str
+    text: str
+    tokens: int
+
+
 class ErrorBlock(TypedDict):
     id: str
     kind: Literal["error"]
@@ -134,7 +145,14 @@ class ErrorBlock(TypedDict):
 
 
 Block: TypeAlias = (
-    UserBlock | TextBlock | ThinkingBlock | ToolBlock | QuestionBlock | WarningBlock | ErrorBlock
+    UserBlock
+    | TextBlock
+    | ThinkingBlock
+    | ToolBlock
+    | QuestionBlock
+    | WarningBlock
+    | ErrorBlock
+    | AttachmentBlock
 )
 
 

@@ -4,7 +4,7 @@
 // ctx.pending(key) says whether it is still in flight (its buttons stay disabled until the kernel
 // answers).
 
-import { controlledDetails, formatDuration, h, setData, setText, truncate } from "./dom.js";
+import { controlledDetails, formatDuration, formatInt, h, setData, setText, truncate } from "./dom.js";
 import { StreamingMarkdown } from "./dom_sink.js";
 import { highlightHtml, markdownFragment, sanitizedFragment } from "./markdown.js";
 
@@ -29,6 +29,7 @@ const RENDERERS = {
   question: questionBlock,
   warning: warningBlock,
   error: errorBlock,
+  attachment: attachmentBlock,
 };
 
 function userBlock() {
@@ -370,6 +371,23 @@ function renderQuestionControls(controls, b, busy, ctx) {
       answer(null),
     ),
   );
+}
+
+/** What went to the model with the prompt (the notebook's context, a mentioned variable, a
+ * file): folded, with its size; opened, the text as sent. */
+function attachmentBlock() {
+  const summary = h("summary", { class: "ipyagent-attachment-label" });
+  const body = h("pre", { class: "ipyagent-code ipyagent-attachment-text" });
+  const el = h("details", { class: "ipyagent-attachment" }, summary, body);
+  return {
+    el,
+    update(b) {
+      const tokens = Number.isFinite(b.tokens) ? ` · ~${formatInt(b.tokens)} tokens` : "";
+      setText(summary, `Sent with the prompt: ${b.label ?? "attachment"}${tokens}`);
+      setText(body, b.text ?? "");
+      body.hidden = !b.text;
+    },
+  };
 }
 
 function warningBlock() {
