@@ -121,7 +121,9 @@ def test_mentions_in_a_chat_message_go_with_it() -> None:
         click(chat, {"action": "send", "text": "How many regions in @sales?"})
         chat.wait(30)
         [message] = model.requests[0].messages
-        assert message.text.startswith("How many regions in @sales?")
-        assert '<variable name="sales">' in message.text and "units" in message.text
+        _typed, attached = message.content
+        assert message.text == "How many regions in @sales?"  # what the user typed
+        assert attached.attached == "@sales"  # type: ignore[union-attr]
+        assert '<variable name="sales">' in attached.text and "units" in attached.text  # type: ignore[union-attr]
     finally:
         chat.close()

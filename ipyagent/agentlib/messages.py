@@ -143,8 +143,9 @@ class Message(BaseModel):
 
     @property
     def text(self) -> str:
-        """The message's text blocks joined (thinking and tool blocks left out)."""
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+        """The message's text blocks joined (thinking and tool blocks left out, and what was
+        attached to a prompt: ``.text`` is what the user typed or the model wrote)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock) and b.attached is None)
 
     @property
     def tool_calls(self) -> list[ToolCallBlock]:

@@ -1,9 +1,10 @@
 """What the model is told about the notebook without asking: a compact, bounded summary sent
 with each ``%%agent`` prompt and chat message.
 
-Four parts, chosen per cell (``%%agent --context all``, ``--context outline,variables``) or for
-every cell (``c.AgentMagics.context = "all"``; the default is ``none`` for now: recordings made
-without it replay unchanged):
+Four parts, chosen per cell (``%%agent --context outline,variables``, ``--context none``) or for
+every cell (``c.AgentMagics.context``). The default, ``auto``, sends all four, except to the
+embedded local model (its 1.5B model answered worse with them, and its window is 8k tokens) and
+while recording or replaying a cassette (a replay runs in another kernel, with other variables):
 
 - ``cell``: the cell the run is in (its id and first lines) — or, in a chat, the active cell;
 - ``outline``: the notebook's cells, an id and first line each — the live document where a page
@@ -37,6 +38,8 @@ DEFAULT_BUDGET = 1_000
 _FIRST_LINE = 80
 _CELL_LINES = 12
 _MORE = "… (more left out: the context budget is full)"
+#: Characters of cell sources read from the page for an outline (its first cells, whole).
+_OUTLINE_CHARS = 20_000
 _OPEN, _CLOSE = "<notebook-context>\n", "\n</notebook-context>"
 
 
@@ -212,7 +215,7 @@ def gather_context(
     current = cell_id
     if ("outline" in parts or "cell" in parts) and isinstance(state.live.state(), Connected):
         try:
-            doc = state.live.read(max_output_chars=0)
+            doc = state.live.read(max_output_chars=0, page_chars=_OUTLINE_CHARS)
         except Exception:  # the page did not answer: the saved file will do
             doc = None
         if doc is not None:

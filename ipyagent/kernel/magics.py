@@ -87,7 +87,7 @@ HELP = """\
   --max-turns N            model calls allowed in this run
   --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
   --context PARTS          what the model is told of the notebook unasked: cell,outline,variables,error,
-                           all or none (default: c.AgentMagics.context, none)
+                           all or none (default: all; none for the embedded local model)
   --thinking LEVEL         none | low | medium | high
   -o/--output VAR          store the result object (text, messages, usage, status) in VAR
   --quiet                  show nothing while running
@@ -116,8 +116,9 @@ class AgentMagics(Magics):
         None, allow_none=True, help="Caps on each run, e.g. 'tokens=50k,cost=0.50,time=5m'."
     ).tag(config=True)
     context = Unicode(
-        "none",
-        help="What each prompt carries about the notebook: cell, outline, variables, error, all or none.",
+        "auto",
+        help="What each prompt carries about the notebook: cell, outline, variables, error, all or none; "
+        "auto: all, except for the embedded local model (none).",
     ).tag(config=True)
     context_budget = Int(1_000, help="Tokens the notebook's context may take in a prompt.").tag(config=True)
     conversation_budget = Unicode(
@@ -176,7 +177,7 @@ class AgentMagics(Magics):
         cell_id = running_cell_id(self.shell)
         self._configure(agent, args, cell_id=cell_id)
         with pump_comm_messages(self.shell) as poll:
-            context = self._context(args.context, cell_id=cell_id)
+            context = self._context(agent, args.context, cell_id=cell_id)
             renderer = self._renderer(agent, args.quiet, poll)
             result, interrupted = run_blocking(
                 agent,
@@ -296,12 +297,20 @@ class AgentMagics(Magics):
             agent.reset()
         return agent
 
-    def _context(self, requested: str | None, *, cell_id: str | None) -> list[TextBlock]:
+    def _context(self, agent: Agent, requested: str | None, *, cell_id: str | None) -> list[TextBlock]:
         """The notebook's context for a prompt (see :mod:`.context`), as blocks to attach."""
         from ..agentlib.messages import TextBlock
+        from .cassettes import replay_mode
         from .context import gather_context, parse_parts
 
-        parts = parse_parts(requested if requested is not None else self.context)
+        wanted = requested if requested is not None else self.context
+        if wanted.strip().lower() == "auto":
+            # The embedded 1.5B model, with its 8k window, does worse with it: asked "what is a
+            # Jupyter kernel?" it described a DataFrame of the context instead (notebooks/).
+            # A recording must replay in another kernel, whose variables differ: none there either.
+            local = agent.provider.model_id.startswith("local/")
+            wanted = "none" if local or replay_mode().active else "all"
+        parts = parse_parts(wanted)
         context = gather_context(self.state, parts=parts, cell_id=cell_id, budget=self.context_budget)
         return [TextBlock(text=context.text, attached="notebook context")] if context is not None else []
 
@@ -373,7 +382,7 @@ class AgentMagics(Magics):
         def mentions(text: str) -> list[TextBlock]:
             from .mentions import mentioned_variables
 
-            return [*self._context(args.context, cell_id=None), *mentioned_variables(text, namespace)]
+            return [*self._context(agent, args.context, cell_id=None), *mentioned_variables(text, namespace)]
 
         return ChatWidget(
             agent, loop=self.state.loop, wait_for=self.state.main.serve_until, mentions=mentions

@@ -86,6 +86,7 @@ EXAMPLES: list[AgentEvent] = [
     ev.RunWarning(code="slow", message="Slow.", hint="Be patient."),
     ev.UsageUpdated(request=USAGE, total=USAGE + USAGE, context=ContextWindow(used=1200, limit=8000)),
     ev.MessageCommitted(message=ASSISTANT),
+    ev.AttachmentSent(label="notebook context", text="<notebook-context>\n…\n</notebook-context>", tokens=9),
     ev.CompactionStarted(reason="overflow", messages=40),
     ev.CompactionCompleted(dropped=30, summary="Earlier: setup.", fallback=True),
 ]

@@ -316,8 +316,10 @@ def test_read_cells_reads_the_open_document_from_the_agents_cell(jupyter_env: Pa
         "total = 1 + 1  # typed, not saved\n--- output ---\nNameError: x\nTraceback:\n...\n\n"
         "[2] id=c3 code (running; this agent's cell)\nlive_document()"
     )
-    [request] = page.requests
-    assert request["params"] == {"max_output_chars": 1500, "start": 0, "page_chars": 20000}
+    # The notebook's context for the prompt (the outline, no outputs), then the tool's read.
+    context, tool = page.requests
+    assert context["params"] == {"max_output_chars": 0, "page_chars": 20000}
+    assert tool["params"] == {"max_output_chars": 1500, "start": 0, "page_chars": 20000}
 
 
 def test_read_cells_asks_the_page_for_one_page_at_a_time(kernel: Kernel) -> None:

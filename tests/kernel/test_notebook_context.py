@@ -78,6 +78,19 @@ def test_a_prompt_carries_the_context_when_asked_and_the_run_shows_it(kernel: Ke
     shown = text_of(outputs)
     assert shown.startswith("What failed?\nnotebook context\n<notebook-context>")
     assert "sales: list len=3" in shown and "ZeroDivisionError: division by zero" in shown
-    kernel.run("%%agent -m m\nAgain.")  # the default: no context
+    kernel.run("%%agent -m m --context none\nAgain.")
     _, outputs = kernel.run("print(len(m.requests[1].messages[-1].content))")
     assert text_of(outputs).strip() == "1"
+
+
+def test_by_default_every_part_goes_except_to_the_embedded_model(kernel: Kernel) -> None:
+    kernel.run("%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel\nn = 3")
+    kernel.run("m = ScriptedModel(['Hi.'])\nlocal = ScriptedModel(['Hi.'], model_id='local/tiny')")
+    kernel.run("%%agent -m m\nHello.")
+    kernel.run("%%agent -m local --new\nHello.")
+    _, outputs = kernel.run(
+        "print([b.attached for b in m.requests[0].messages[-1].content])\n"
+        "print([b.attached for b in local.requests[0].messages[-1].content])\n"
+        "print(m.requests[0].messages[-1].text)"
+    )
+    assert text_of(outputs).split("\n")[:3] == ["[None, 'notebook context']", "[None]", "Hello."]
