@@ -52,15 +52,18 @@ export function undoRun(doc, entries, keptCells) {
   };
 }
 
-/** What the user reads after an undo of a run: what was put back, what was left alone and why. */
+/**
+ * What the user reads after an undo of a run: the counts and that variables are not rolled back
+ * first (a notification shows about 140 characters), then each cell left alone and why.
+ */
 export function undoRunMessage(run, { undone, kept }) {
   const n = (count) => `${count} cell${count === 1 ? "" : "s"}`;
-  const parts = [`ipyagent: undid run ${run}: put back ${n(undone.length)}.`];
+  const left = kept.length > 0 ? `, ${n(kept.length)} left as ${kept.length === 1 ? "it is" : "they are"}` : "";
+  const parts = [`ipyagent undid run ${run}: put back ${n(undone.length)}${left}; the kernel's variables are not rolled back.`];
   if (kept.length > 0) {
     const why = kept.map((cell) => `${cell.index === null ? cell.cell_id : `cell ${cell.index + 1}`} (${cell.why})`);
     parts.push(`Left as they are: ${why.join(", ")}.`);
   }
-  parts.push("The kernel's variables are not rolled back: re-run cells to recompute them.");
   return parts.join(" ");
 }
 
