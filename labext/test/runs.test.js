@@ -109,3 +109,12 @@ test("the latest run with changes left is the one undone first; an unknown run i
   assert.throws(() => runs.undo(doc, "r-9", lookup), /knows no run "r-9"/);
   assert.equal(runOf({ run: "" }), null);
 });
+
+test("a cell already back (JupyterLab's own Undo) counts as put back, not as the user's change", () => {
+  const doc = before();
+  const { runs, lookup } = scriptedRun(doc);
+  doc.setSource(3, "b0");
+  const answer = runs.undo(doc, "r-1", lookup);
+  assert.deepEqual(state(doc), ["a:a0", "b:b0", "c:c0", "d:d0"]);
+  assert.deepEqual(answer.kept, []);
+});
