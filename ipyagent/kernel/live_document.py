@@ -41,6 +41,7 @@ __all__ = [
     "ResultOutput",
     "StreamOutput",
     "UndoAnswer",
+    "UndoRunAnswer",
     "UndoneCell",
     "UnknownOutput",
 ]
@@ -233,6 +234,13 @@ class UndoAnswer(_Frozen):
 
     undone: tuple[UndoneCell, ...] = ()
     kept: tuple[UndoneCell, ...] = ()
+
+
+class UndoRunAnswer(UndoAnswer):
+    """The page's answer to ``undo_run``: which run, the cells put back, and those left alone
+    (changed since, gone, or kept by the user: ``why`` says which)."""
+
+    run: str
 
 
 class LiveNotebookError(AgentError):

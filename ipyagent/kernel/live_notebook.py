@@ -48,6 +48,7 @@ from .live_protocol import (
     Request,
     Response,
     UndoEditParams,
+    UndoRunParams,
     answer_hello,
     parse_page_message,
 )
@@ -55,7 +56,7 @@ from .live_protocol import (
 if TYPE_CHECKING:  # pydantic loads at the first read, not at %load_ext
     from pydantic import BaseModel
 
-    from .live_document import EditAnswer, LiveDocument, UndoAnswer
+    from .live_document import EditAnswer, LiveDocument, UndoAnswer, UndoRunAnswer
 
 __all__ = [
     "Connected",
@@ -289,6 +290,17 @@ class LiveNotebook:
         params = UndoEditParams(edit_id=edit_id)
         result = self.request("undo_edit", dict(params), timeout=EDIT_TIMEOUT if timeout is None else timeout)
         return _validated(UndoAnswer, "undo_edit", result)
+
+    def undo_run(self, run_id: str | None = None, *, timeout: float | None = None) -> UndoRunAnswer:
+        """Undo every edit of the run ``run_id`` (None: the latest run with changes left) in the
+        open document, newest first: sources, order, deleted cells (with their outputs) and
+        inserted cells. A cell the user changed since, or kept, is left alone (the answer's
+        ``kept``). The kernel's variables are not touched: nothing can roll them back."""
+        from .live_document import UndoRunAnswer
+
+        params = UndoRunParams(run=run_id)
+        result = self.request("undo_run", dict(params), timeout=EDIT_TIMEOUT if timeout is None else timeout)
+        return _validated(UndoRunAnswer, "undo_run", result)
 
     def settle(self) -> None:
         """Just after ``%load_ext``, give a page that is still connecting a moment."""

@@ -37,6 +37,7 @@ __all__ = [
     "Request",
     "Response",
     "UndoEditParams",
+    "UndoRunParams",
     "Welcome",
     "answer_hello",
     "mismatch_message",
@@ -49,14 +50,15 @@ __all__ = [
 #: notable cells are; a page of protocol 1 would answer every cell and none of that.
 #: 3: ``edit`` and ``undo_edit`` (:class:`EditParams`, :class:`UndoEditParams`) change the open
 #: document; the kernel relies on them, so a page of protocol 2 is told to reload.
-PROTOCOL: Final = 3
+#: 4: ``undo_run`` (:class:`UndoRunParams`) undoes a run's changes (``%agent undo``).
+PROTOCOL: Final = 4
 #: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
 TARGET: Final = "ipyagent.notebook"
 #: The comm target of the page: the kernel opens a comm to it to say that ipyagent is loaded,
 #: and keeps it open so that a page that connects later finds it (comm_info).
 ANNOUNCE_TARGET: Final = "ipyagent.notebook.announce"
 
-Method = Literal["read_notebook", "ping", "edit", "undo_edit"]
+Method = Literal["read_notebook", "ping", "edit", "undo_edit", "undo_run"]
 
 
 # Page -> kernel.
@@ -187,6 +189,14 @@ class UndoEditParams(TypedDict):
     """``undo_edit``: undo one edit, leaving alone the cells changed since."""
 
     edit_id: str
+
+
+class UndoRunParams(TypedDict):
+    """``undo_run``: undo every edit of a run (its provenance's ``run``), newest first, leaving
+    alone the cells the user changed since or kept."""
+
+    #: The run; None: the latest run with changes left to undo in that page.
+    run: str | None
 
 
 def parse_page_message(data: object) -> PageMessage | None:

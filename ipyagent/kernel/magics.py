@@ -100,6 +100,8 @@ HELP = """\
 %agent history             the conversation so far
 %agent compact             summarize older turns to free context
 %agent reset               forget the current conversation
+%agent undo [RUN]          undo the latest run's changes to the open notebook (or run RUN's): cells you
+                           changed since stay; the kernel's variables are not rolled back
 %agent cassette [record|replay|off] [PATH]  record model streams to a cassette, or replay them offline
 %agent help                this text
 """
@@ -156,7 +158,9 @@ class AgentMagics(Magics):
     @argument("-o", "--output", default=None, help="Store the result object in this variable.")
     @argument("--quiet", action="store_true", help="Show nothing while the run is in progress.")
     @argument(
-        "command", nargs="*", help="(line form) model, models, session, usage, compact, reset, history, help"
+        "command",
+        nargs="*",
+        help="(line form) model, models, session, usage, compact, reset, undo, history, help",
     )
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> Any:
@@ -531,6 +535,30 @@ class AgentMagics(Magics):
         if agent is not None:
             agent.reset()
         print("The conversation was reset.")
+
+    def _cmd_undo(self, rest: list[str]) -> None:
+        """Undo a run's changes to the live notebook: the latest run that changed it, or ``RUN``."""
+        from .live_document import LiveNotebookError
+        from .live_notebook import Mismatched, NoPage
+        from .undo_report import undo_run_report
+
+        live = self.state.live
+        live.settle()
+        state = live.state()
+        if isinstance(state, NoPage):
+            raise _user_error(
+                "%agent undo works on the notebook open in JupyterLab or Notebook 7, and no page shows "
+                "this kernel's notebook.",
+                "Open the notebook in JupyterLab (or Notebook 7) with ipyagent's extension; edits to the "
+                "saved file are undone with your editor or version control.",
+            )
+        if isinstance(state, Mismatched):
+            raise _user_error(f"Nothing was undone: {state.message}", "Then run %agent undo again.")
+        try:
+            answer = live.undo_run(rest[0] if rest else None)
+        except LiveNotebookError as exc:
+            raise _user_error(f"Nothing was undone: {exc}", exc.hint or "See %agent help.") from exc
+        print(undo_run_report(answer))
 
     def _cmd_compact(self, rest: list[str]) -> None:
         agent = self._current()

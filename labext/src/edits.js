@@ -205,6 +205,11 @@ export function undoEdit(doc, inverse) {
       continue;
     }
     const now = doc.source(i);
+    if (op.op === "replace" && now === op.source && now !== op.expect) {
+      // Back already (JupyterLab's own Undo, or typed back): nothing to do, nothing of the user's lost.
+      undone.push({ cell_id: op.cell_id, index: i });
+      continue;
+    }
     if (now !== op.expect) {
       kept.push({ cell_id: op.cell_id, index: i, why: "it was changed since", source: now });
       continue;

@@ -13,7 +13,8 @@ import { INotebookTracker } from "@jupyterlab/notebook";
 import pkg from "../package.json";
 import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
 import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
-import { REVIEW_CLASS, ensureStyle, reviewElement } from "./review.js";
+import { REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, reviewElement, runBarElement } from "./review.js";
+import { RunLog, runOf, undoRunMessage } from "./runs.js";
 import { documentSnapshot } from "./snapshot.js";
 
 /** How long to wait for the comm's subshell (the way past a busy main shell) before opening anyway. */
@@ -94,7 +95,10 @@ class Link {
     this.warned = false;
     this.probeWhenIdle = false;
     this.edits = new EditLog();
-    /** Cells awaiting the user's review: cell id -> {editId, before, after, note}. */
+    /** The edits grouped by the run that made them: "Undo run" and "Keep all". */
+    this.runs = new RunLog();
+    this.lookup = (editId) => this.edits.get(editId);
+    /** Cells awaiting the user's review: cell id -> {editId, run, before, after, note}. */
     this.reviews = new Map();
     this.renderScheduled = false;
     this.onAnnounce = () => void this.connect();
@@ -295,6 +299,8 @@ class Link {
         return this.edit(params || {});
       case "undo_edit":
         return this.undo(params || {});
+      case "undo_run":
+        return this.undoRun((params || {}).run || null);
       default:
         throw new Error(
           `this page's ipyagent extension (${pkg.version}) does not know the request ${JSON.stringify(method)}`,
@@ -319,9 +325,11 @@ class Link {
     const entry = inOneStep(sharedModel, (doc) => applyEdit(doc, { ops, provenance }, newId));
     // A refused edit is not remembered: the agent re-reads and sends a new one.
     if (entry.answer.applied) {
+      const run = runOf(provenance);
       this.edits.remember(editId, entry);
+      this.runs.add(run, editId);
       for (const { cellId, before, after } of reviewsOf(ops, entry.answer)) {
-        this.reviews.set(cellId, { editId, before, after, note: "" });
+        this.reviews.set(cellId, { editId, run, before, after, note: "" });
       }
       this.scheduleReviews();
     }
@@ -347,10 +355,53 @@ class Link {
     return answer;
   }
 
-  /** Keep: the cell stays as the edit left it; the review goes. */
+  /** Keep: the cell stays as the edit left it (an undo of its run leaves it too); the review goes. */
   keep(cellId) {
+    const review = this.reviews.get(cellId);
+    if (review) this.runs.keep(review.run, [cellId]);
     this.reviews.delete(cellId);
     this.scheduleReviews();
+  }
+
+  /** Keep all: every cell the run changed stays as it is; its reviews go. */
+  keepRun(run) {
+    this.runs.keep(run, this.runs.pendingCells(run, this.lookup));
+    for (const [cellId, review] of this.reviews) if (review.run === run) this.reviews.delete(cellId);
+    this.scheduleReviews();
+  }
+
+  /**
+   * Undo a run (null: the latest with changes left): its edits' inverse ops, newest first, guarded
+   * cell by cell. The cells put back lose their review; a cell the user changed since keeps it,
+   * saying why it was left alone.
+   */
+  undoRun(requested) {
+    const run = requested || this.runs.latest(this.lookup);
+    if (!run) throw new Error("no run's changes are left to undo in this page (none made since it was loaded, or all kept or undone)");
+    const answer = inOneStep(this.sharedModel(), (doc) => this.runs.undo(doc, run, this.lookup));
+    for (const cell of answer.undone) this.reviews.delete(cell.cell_id);
+    for (const cell of answer.kept) {
+      const review = this.reviews.get(cell.cell_id);
+      if (review && cell.source !== undefined) {
+        this.reviews.set(cell.cell_id, { ...review, note: `Not undone: ${cell.why}, so your work there is kept.` });
+      } else {
+        this.reviews.delete(cell.cell_id);
+      }
+    }
+    this.scheduleReviews();
+    return { run, ...answer };
+  }
+
+  /** The run bar's Undo run: undo, then tell the user what was put back and what was not. */
+  undoRunClicked(run) {
+    let text;
+    try {
+      text = undoRunMessage(run, this.undoRun(run));
+    } catch (err) {
+      Notification.error(`ipyagent: could not undo run ${run}: ${(err && err.message) || err}`, { autoClose: false });
+      return;
+    }
+    Notification.info(text, { autoClose: false });
   }
 
   /** Undo one reviewed cell: the inverse ops of its edit for that cell only (the user may have
@@ -383,10 +434,12 @@ class Link {
     }, 0);
   }
 
-  /** Show each review on its cell, and take away those kept or undone. */
+  /** Show each review on its cell, and take away those kept or undone; a run's bar goes on the
+   * first cell (in the document's order) that shows a review of that run. */
   renderReviews() {
     for (const view of this.views) {
       if (view.isDisposed) continue;
+      const barred = new Set();
       for (const widget of view.content.widgets) {
         let review = this.reviews.get(widget.model.id);
         if (review && review.before !== null && widget.model.sharedModel.getSource() === review.before) {
@@ -394,6 +447,7 @@ class Link {
           this.reviews.delete(widget.model.id);
           review = undefined;
         }
+        this.renderRunBar(widget, review, barred);
         const shown = widget.node.querySelector(`:scope > .${REVIEW_CLASS}`);
         if (shown && (!review || shown.dataset.note !== review.note)) shown.remove();
         if (!review || (shown && shown.isConnected)) continue;
@@ -407,11 +461,32 @@ class Link {
           onUndo: () => this.undoCell(id),
         });
         el.dataset.note = review.note;
+        const bar = widget.node.querySelector(`:scope > .${RUN_BAR_CLASS}`);
         const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
-        if (input) input.after(el);
+        if (bar) bar.after(el);
+        else if (input) input.after(el);
         else widget.node.prepend(el);
       }
     }
+  }
+
+  /** The bar of `review`'s run on `widget`, unless an earlier cell has it; else none there. */
+  renderRunBar(widget, review, barred) {
+    const run = review && review.run;
+    const count = run && !barred.has(run) ? this.runs.pendingCells(run, this.lookup).length : 0;
+    const shown = widget.node.querySelector(`:scope > .${RUN_BAR_CLASS}`);
+    const key = count > 0 ? `${run}:${count}` : "";
+    if (shown && shown.dataset.key !== key) shown.remove();
+    if (count === 0) return;
+    barred.add(run);
+    if (shown && shown.dataset.key === key && shown.isConnected) return;
+    ensureStyle();
+    const el = runBarElement({ run, count, onKeepAll: () => this.keepRun(run), onUndoRun: () => this.undoRunClicked(run) });
+    el.dataset.key = key;
+    el.dataset.run = run;
+    const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
+    if (input) input.after(el);
+    else widget.node.prepend(el);
   }
 }
 

@@ -7,6 +7,8 @@
 import { lineDiff } from "./edits.js";
 
 export const REVIEW_CLASS = "jp-ipyagent-review";
+/** The bar of a run's changes, on the first cell that shows one of them. */
+export const RUN_BAR_CLASS = "jp-ipyagent-run";
 
 const CSS = `
 .${REVIEW_CLASS} {
@@ -25,6 +27,16 @@ const CSS = `
 .${REVIEW_CLASS}-removed { background: var(--jp-error-color3); color: var(--jp-content-font-color1); }
 .${REVIEW_CLASS}-added { background: var(--jp-success-color3); color: var(--jp-content-font-color1); }
 .${REVIEW_CLASS}-note { padding: 3px 6px; color: var(--jp-warn-color0); }
+.${RUN_BAR_CLASS} {
+  display: flex; align-items: center; gap: 6px; padding: 3px 6px;
+  margin: 2px 0 0 var(--jp-cell-prompt-width, 64px);
+  border-left: 3px solid var(--jp-brand-color1);
+  background: var(--jp-layout-color2);
+  color: var(--jp-ui-font-color1);
+  font-size: var(--jp-ui-font-size1);
+}
+.${RUN_BAR_CLASS} .${RUN_BAR_CLASS}-title { flex: 1; }
+.${RUN_BAR_CLASS} .${RUN_BAR_CLASS}-hint { color: var(--jp-ui-font-color2); }
 `;
 
 /** Add the review's style to the page once. */
@@ -79,5 +91,25 @@ export function reviewElement({ before, after, note, onKeep, onUndo }, doc = doc
     diff.appendChild(row);
   }
   root.appendChild(diff);
+  return root;
+}
+
+/**
+ * The bar of a run: how many cells it changed that are still to review, "Keep all" and "Undo run",
+ * and the warning that an undo puts back cells only, not the kernel's variables.
+ */
+export function runBarElement({ run, count, onKeepAll, onUndoRun }, doc = document) {
+  const root = doc.createElement("div");
+  root.className = RUN_BAR_CLASS;
+  const title = doc.createElement("span");
+  title.className = `${RUN_BAR_CLASS}-title`;
+  title.textContent = `ipyagent run ${run} changed ${count} cell${count === 1 ? "" : "s"}. `;
+  const hint = doc.createElement("span");
+  hint.className = `${RUN_BAR_CLASS}-hint`;
+  hint.textContent = "Undo run puts the cells back (sources, order, outputs); the kernel's variables are not rolled back.";
+  title.appendChild(hint);
+  root.appendChild(title);
+  root.appendChild(button(doc, "Keep all", "jp-mod-accept", onKeepAll));
+  root.appendChild(button(doc, "Undo run", "jp-mod-warn", onUndoRun));
   return root;
 }

@@ -65,10 +65,10 @@ class Lab:
             return json.loads(response.read())
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    pytest.importorskip("jupyterlab")
-    base = tmp_path_factory.mktemp("lab")
+def start_server(base: Path, module: str, app: str) -> tuple[Lab, Any]:
+    """Start ``python -m module`` (JupyterLab, or Notebook 7 whose server app is ``app``) on
+    127.0.0.1 with every Jupyter folder under ``base``, this Python as the notebooks' kernel and
+    this checkout's extension; the server and its open log file, once it answers."""
     root = base / "root"
     root.mkdir()
     env = dict(os.environ)
@@ -94,20 +94,20 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     extensions.mkdir()
     (extensions / "ipyagent").symlink_to(LABEXTENSION, target_is_directory=True)
     port, token = free_port(), secrets.token_hex(16)
-    log = open(base / "lab.log", "wb")  # noqa: SIM115 - closed after the server stops
+    log = open(base / "server.log", "wb")  # noqa: SIM115 - closed after the server stops
     process = subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "jupyterlab",
+            module,
             "--no-browser",
             "--allow-root",
             "--ip=127.0.0.1",
             f"--port={port}",
             f"--ServerApp.token={token}",
             f"--ServerApp.root_dir={root}",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.extra_labextensions_path={extensions}",
+            f"--{app}.expose_app_in_browser=True",
+            f"--{app}.extra_labextensions_path={extensions}",
         ],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -118,19 +118,38 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     while True:
         try:
             server.api("/api/status")
-            break
+            return server, log
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not start; see {base / 'lab.log'}") from None
+                raise RuntimeError(f"{module} did not start; see {base / 'server.log'}") from None
             time.sleep(0.25)
-    yield server
-    process.terminate()
+
+
+def stop_server(server: Lab, log: Any) -> None:
+    server.process.terminate()
     try:
-        process.wait(timeout=15)
+        server.process.wait(timeout=15)
     except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        server.process.kill()
+        server.process.wait()
     log.close()
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    pytest.importorskip("jupyterlab")
+    server, log = start_server(tmp_path_factory.mktemp("lab"), "jupyterlab", "LabApp")
+    yield server
+    stop_server(server, log)
+
+
+@pytest.fixture(scope="session")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """Notebook 7 (the `notebook` package), set up as the lab is."""
+    pytest.importorskip("notebook", reason="Notebook 7 (the notebook package) is not installed")
+    server, log = start_server(tmp_path_factory.mktemp("nb7"), "notebook", "JupyterNotebookApp")
+    yield server
+    stop_server(server, log)
 
 
 @pytest.fixture

@@ -122,3 +122,46 @@ def test_the_tools_schemas_do_not_show_the_run_context() -> None:
         assert not tools[name].read_only, f"{name} changes the notebook: it asks first"
     edit = tools["edit_cell"].spec.parameters["properties"]
     assert list(edit) == ["cell_id", "old_source", "new_source", "path"]
+
+
+def test_agent_undo_asks_the_page_to_undo_the_latest_run_and_says_what_stayed(jupyter_env: Path) -> None:
+    path = saved_notebook(jupyter_env)
+    kernel = Kernel(jupyter_env, env={"JPY_SESSION_NAME": str(path)})
+    try:
+        page = Page(kernel)
+        page.answers["undo_run"] = {
+            "run": "r-7",
+            "undone": [{"cell_id": "n1", "index": None}, {"cell_id": "c1", "index": 0}],
+            "kept": [{"cell_id": "c2", "index": 1, "why": "it was changed since", "source": "total = 3"}],
+        }
+        page.run("%load_ext ipyagent")
+        page.open()
+        page.settle()
+        reply, outputs = page.run("%agent undo")
+        assert reply["status"] == "ok", text_of(outputs)
+        _, named = page.run("%agent undo r-7")
+    finally:
+        kernel.close()
+    assert [(r["method"], r["params"]) for r in page.requests] == [
+        ("undo_run", {"run": None}),
+        ("undo_run", {"run": "r-7"}),
+    ]
+    assert text_of(outputs).splitlines() == [
+        "Undid run r-7 in the live notebook: put back 2 cells.",
+        "Left as they are:",
+        "  cell [1] (c2): it was changed since",
+        "The kernel's variables are not rolled back: re-run the cells (or restart the kernel and run "
+        "them) to recompute them.",
+    ]
+    assert text_of(named) == text_of(outputs)
+
+
+def test_agent_undo_without_a_page_says_where_it_works(jupyter_env: Path) -> None:
+    kernel = Kernel(jupyter_env)
+    try:
+        page = Page(kernel)
+        page.run("%load_ext ipyagent\nimport ipyagent.kernel.live_notebook as ch\nch.CONNECT_GRACE = 0")
+        _, outputs = page.run("%agent undo")
+    finally:
+        kernel.close()
+    assert "%agent undo works on the notebook open in JupyterLab or Notebook 7" in text_of(outputs)

@@ -54,6 +54,7 @@ class Page:
         self.subshell: str | None = None
         self.requests: list[dict[str, Any]] = []
         self.answer: Any = SNAPSHOT  # what read_notebook answers; None: stay silent
+        self.answers: dict[str, Any] = {}  # what the other methods answer (default: {})
         self.received: list[dict[str, Any]] = []
         self.closed: set[str] = set()
         self.kc.kernel_info()
@@ -101,6 +102,8 @@ class Page:
         result = {}
         if data["method"] == "read_notebook":
             result = self.answer(data["params"]) if callable(self.answer) else self.answer
+        else:
+            result = self.answers.get(data["method"], {})
         reply = {"kind": "response", "id": data["id"], "ok": True, "result": result}
         self.send_shell("comm_msg", {"comm_id": self.comm_id, "data": reply})
 

@@ -1,0 +1,118 @@
+// Runs as checkpoints: the page groups the kernel's edits by the run that made them (the
+// provenance's run id), so that "Undo run" puts back everything a run did to the cells — sources,
+// order, deleted cells with their outputs, inserted cells removed — and "Keep all" accepts it.
+// Pure (no JupyterLab import), tested by node; index.js holds one RunLog per document.
+//
+// Undo of a run is the undo of its edits, newest first, each guarded like undo_edit (edits.js): a
+// cell the user changed since is left alone and reported, so it never loses later work. A cell
+// the user kept (Keep on its review, or Keep all) stays as the run left it. The kernel's
+// variables cannot be rolled back; what the page tells the user says so.
+
+import { undoEdit } from "./edits.js";
+
+/** The cell an inverse op puts back. */
+export function cellOf(op) {
+  return op.op === "restore" ? op.cell.id : op.cell_id;
+}
+
+/** The run of an edit's provenance, or null (an edit made outside a run). */
+export function runOf(provenance) {
+  return provenance && typeof provenance.run === "string" && provenance.run ? provenance.run : null;
+}
+
+/**
+ * Undo a run: `entries` are its edits in the order applied (each `{undo}`: the inverse ops not
+ * yet run), `keptCells` the cells the user kept. Each entry's ops are consumed. The answer, one
+ * row per cell with where it is now: `{undone: [{cell_id, index}], kept: [{cell_id, index, why,
+ * source?}]}`; a cell several edits touched is reported once, as kept if any of its undos was.
+ */
+export function undoRun(doc, entries, keptCells) {
+  const undone = new Map();
+  const kept = new Map();
+  for (const entry of [...entries].reverse()) {
+    const ops = [];
+    for (const op of entry.undo) {
+      const id = cellOf(op);
+      if (keptCells.has(id)) kept.set(id, { cell_id: id, why: "you kept it" });
+      else if (!kept.has(id)) ops.push(op);
+    }
+    entry.undo = [];
+    const result = undoEdit(doc, ops);
+    for (const cell of result.kept) {
+      undone.delete(cell.cell_id);
+      kept.set(cell.cell_id, cell);
+    }
+    for (const cell of result.undone) if (!kept.has(cell.cell_id)) undone.set(cell.cell_id, cell);
+  }
+  const ids = doc.ids();
+  const where = (id) => (ids.includes(id) ? ids.indexOf(id) : null);
+  return {
+    undone: [...undone.keys()].map((id) => ({ cell_id: id, index: where(id) })),
+    kept: [...kept.values()].map((cell) => ({ ...cell, index: where(cell.cell_id) })),
+  };
+}
+
+/**
+ * What the user reads after an undo of a run: the counts and that variables are not rolled back
+ * first (a notification shows about 140 characters), then each cell left alone and why.
+ */
+export function undoRunMessage(run, { undone, kept }) {
+  const n = (count) => `${count} cell${count === 1 ? "" : "s"}`;
+  const left = kept.length > 0 ? `, ${n(kept.length)} left as ${kept.length === 1 ? "it is" : "they are"}` : "";
+  const parts = [`ipyagent undid run ${run}: put back ${n(undone.length)}${left}; the kernel's variables are not rolled back.`];
+  if (kept.length > 0) {
+    const why = kept.map((cell) => `${cell.index === null ? cell.cell_id : `cell ${cell.index + 1}`} (${cell.why})`);
+    parts.push(`Left as they are: ${why.join(", ")}.`);
+  }
+  return parts.join(" ");
+}
+
+/** The runs that changed one document: run id -> its edits (in order) and the cells kept. */
+export class RunLog {
+  constructor() {
+    this.runs = new Map();
+  }
+
+  add(run, editId) {
+    if (!run) return;
+    const known = this.runs.get(run) || { editIds: [], kept: new Set() };
+    known.editIds.push(editId);
+    // The latest run is the last in the map.
+    this.runs.delete(run);
+    this.runs.set(run, known);
+  }
+
+  /** The run's edits still remembered (`lookup(editId)`, a bounded log, may have forgotten some). */
+  entries(run, lookup) {
+    const known = this.runs.get(run);
+    return known ? known.editIds.map(lookup).filter(Boolean) : [];
+  }
+
+  /** The cells a run changed that could still be undone (not kept, not undone yet). */
+  pendingCells(run, lookup) {
+    const known = this.runs.get(run);
+    if (!known) return [];
+    const cells = new Set();
+    for (const entry of this.entries(run, lookup)) {
+      for (const op of entry.undo) if (!known.kept.has(cellOf(op))) cells.add(cellOf(op));
+    }
+    return [...cells];
+  }
+
+  /** The latest run with something left to undo, or null. */
+  latest(lookup) {
+    const runs = [...this.runs.keys()].reverse();
+    return runs.find((run) => this.pendingCells(run, lookup).length > 0) || null;
+  }
+
+  keep(run, cellIds) {
+    const known = this.runs.get(run);
+    if (known) for (const id of cellIds) known.kept.add(id);
+  }
+
+  undo(doc, run, lookup) {
+    const known = this.runs.get(run);
+    if (!known) throw new Error(`this page knows no run ${JSON.stringify(run)} (made before a reload, or in another page)`);
+    return undoRun(doc, this.entries(run, lookup), known.kept);
+  }
+}

@@ -1,0 +1,120 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { applyEdit } from "../src/edits.js";
+import { RunLog, runOf, undoRunMessage } from "../src/runs.js";
+
+// The same array adapter as edits.test.js, over [id, source] cells with outputs.
+function arrayDoc(cells) {
+  const list = cells.map(([id, source]) => ({ id, cell_type: "code", source, metadata: {}, outputs: [{ text: `out ${id}` }] }));
+  return {
+    list,
+    ids: () => list.map((c) => c.id),
+    source: (i) => list[i].source,
+    setSource: (i, s) => {
+      list[i].source = s;
+    },
+    cellJSON: (i) => structuredClone(list[i]),
+    insert: (i, cell) => {
+      list.splice(i, 0, structuredClone(cell));
+      return cell.id;
+    },
+    remove: (i) => void list.splice(i, 1),
+    move: (from, to) => {
+      const [cell] = list.splice(from, 1);
+      list.splice(to, 0, cell);
+    },
+    getMeta: (i) => list[i].metadata.ipyagent,
+    setMeta: (i, value) => {
+      if (value === undefined) delete list[i].metadata.ipyagent;
+      else list[i].metadata.ipyagent = value;
+    },
+  };
+}
+
+const state = (doc) => doc.list.map((c) => `${c.id}:${c.source}`);
+
+/** A run of four edits (insert, replace, move, delete), remembered as index.js does. */
+function scriptedRun(doc, run = "r-1") {
+  const log = new Map();
+  const runs = new RunLog();
+  const requests = [
+    [{ op: "insert", after_id: "a", cell_type: "code", source: "new", cell_id: "n" }],
+    [{ op: "replace", cell_id: "b", expect: "b0", source: "b1" }],
+    [{ op: "move", cell_id: "c", after_id: null, expect: "c0" }],
+    [{ op: "delete", cell_id: "d", expect: "d0" }],
+  ];
+  requests.forEach((ops, i) => {
+    const provenance = { session: null, run, call: `call_${i}` };
+    const entry = applyEdit(doc, { ops, provenance }, () => "x");
+    log.set(`e${i}`, entry);
+    runs.add(runOf(provenance), `e${i}`);
+  });
+  return { runs, lookup: (id) => log.get(id) };
+}
+
+const before = () => arrayDoc([["a", "a0"], ["b", "b0"], ["c", "c0"], ["d", "d0"]]);
+
+test("undo of a run puts back sources, order and deleted cells with their outputs", () => {
+  const doc = before();
+  const { runs, lookup } = scriptedRun(doc);
+  assert.deepEqual(state(doc), ["c:c0", "a:a0", "n:new", "b:b1"]);
+  assert.equal(runs.latest(lookup), "r-1");
+  const answer = runs.undo(doc, "r-1", lookup);
+  assert.deepEqual(state(doc), ["a:a0", "b:b0", "c:c0", "d:d0"]);
+  assert.deepEqual(doc.list[3].outputs, [{ text: "out d" }]);
+  assert.deepEqual(answer.kept, []);
+  assert.deepEqual(answer.undone.map((c) => c.cell_id).sort(), ["b", "c", "d", "n"]);
+  assert.equal(runs.latest(lookup), null, "nothing is left to undo");
+});
+
+test("a cell the user changed since stays, the rest is undone, and the message says so", () => {
+  const doc = before();
+  const { runs, lookup } = scriptedRun(doc);
+  doc.setSource(3, "b1 and mine");
+  const answer = runs.undo(doc, "r-1", lookup);
+  assert.deepEqual(state(doc), ["a:a0", "b:b1 and mine", "c:c0", "d:d0"]);
+  assert.deepEqual(answer.kept, [{ cell_id: "b", index: 1, why: "it was changed since", source: "b1 and mine" }]);
+  const text = undoRunMessage("r-1", answer);
+  assert.equal(
+    text,
+    "ipyagent undid run r-1: put back 3 cells, 1 cell left as it is; the kernel's variables are not rolled back. " +
+      "Left as they are: cell 2 (it was changed since).",
+  );
+});
+
+test("after a partial keep the kept cells stay and the others are undone", () => {
+  const doc = before();
+  const { runs, lookup } = scriptedRun(doc);
+  runs.keep("r-1", ["n"]);
+  const answer = runs.undo(doc, "r-1", lookup);
+  assert.deepEqual(state(doc), ["a:a0", "n:new", "b:b0", "c:c0", "d:d0"]);
+  assert.deepEqual(answer.kept, [{ cell_id: "n", index: 1, why: "you kept it" }]);
+});
+
+test("after keep all nothing is left to undo", () => {
+  const doc = before();
+  const { runs, lookup } = scriptedRun(doc);
+  runs.keep("r-1", runs.pendingCells("r-1", lookup));
+  assert.equal(runs.latest(lookup), null);
+  const answer = runs.undo(doc, "r-1", lookup);
+  assert.deepEqual(state(doc), ["c:c0", "a:a0", "n:new", "b:b1"]);
+  assert.deepEqual(answer.undone, []);
+});
+
+test("the latest run with changes left is the one undone first; an unknown run is an error", () => {
+  const doc = before();
+  const { runs, lookup } = scriptedRun(doc);
+  runs.add("r-2", "missing");
+  assert.equal(runs.latest(lookup), "r-1", "a run whose edits are forgotten has nothing to undo");
+  assert.throws(() => runs.undo(doc, "r-9", lookup), /knows no run "r-9"/);
+  assert.equal(runOf({ run: "" }), null);
+});
+
+test("a cell already back (JupyterLab's own Undo) counts as put back, not as the user's change", () => {
+  const doc = before();
+  const { runs, lookup } = scriptedRun(doc);
+  doc.setSource(3, "b0");
+  const answer = runs.undo(doc, "r-1", lookup);
+  assert.deepEqual(state(doc), ["a:a0", "b:b0", "c:c0", "d:d0"]);
+  assert.deepEqual(answer.kept, []);
+});
