@@ -47,7 +47,8 @@ def test_the_extension_loads_in_notebook_7_and_read_cells_sees_an_unsaved_edit(
             }}""",
             timeout=60_000,
         )
-    assert page.locator("[data-ipyagent-live='connected']").count() == 1
+    # The page connects a moment after %load_ext announces the kernel: its node says when.
+    page.wait_for_selector("[data-ipyagent-live='connected']", state="attached", timeout=30_000)
     printed = page.evaluate(
         "() => window.jupyterapp.shell.currentWidget.content.widgets[2].model.outputs.toJSON()"
         ".map(o => o.text ? [].concat(o.text).join('') : JSON.stringify(o)).join('')"
