@@ -2,17 +2,27 @@
 // one list or one table as a whole: appending to a 1 MB one costs it hundreds of milliseconds,
 // every time. So a block past a size is split into parts (display: block, content-visibility:
 // auto in ipyagent.css): appending touches the last part only, and parts off screen are not laid
-// out or painted at all. Where a part ends depends on the content only, never on how it arrived:
-// a block streamed piece by piece and the same block rendered at once end up split the same way
+// out or painted at all.
+//
+// Parts of code blocks, lists and the top-level blocks look exactly like the block unsplit, so
+// they stay. Where such a part ends depends on the content only, never on how it arrived: a block
+// streamed piece by piece and the same block rendered at once end up split the same way
 // (dom_sink.js runs both through `Parts`), so the page is the same either way.
 //
 //   blocks the rendered markdown itself: parts end before a paragraph, list, code block, quote or
 //          table that follows another of those (their margins are alike: the gap between the
 //          parts is the gap between the blocks), once they hold BLOCK_PART characters;
 //   code   <pre><code>: parts end after a line, once they hold CODE_PART characters;
-//   p      parts end after a sentence (". ", "! ", "? "), once they hold PARA_PART characters;
-//   list   <ul>/<ol>: parts end before an item, once they hold LIST_PART characters;
-//   table  a table becomes several tables past TABLE_ROWS rows, with the same column widths.
+//   list   <ul>/<ol>: parts end before an item, once they hold LIST_PART characters.
+//
+// A paragraph or a table cannot be split without showing it: a part of a paragraph starts a new
+// line, and tables in parts cannot size their columns by all their rows. So these are split only
+// while they stream, and joined again (`unsplit`) when they are complete, once:
+//   p      past PARA_WHOLE characters, parts end after a sentence (". ", "! ", "? "), once they
+//          hold PARA_PART characters;
+//   table  a table goes on in another table past TABLE_ROWS rows, with column widths that the
+//          first rows suggest.
+// A paragraph or table rendered at once is never split, so the page ends up the same either way.
 //
 // Small blocks stay exactly as marked renders them. Only top-level text is ever cut, so a
 // highlighted string or an emphasis is never split. Parts go in shelves of SHELF parts (each a
@@ -22,6 +32,8 @@
 export const BLOCK_PART = 4096;
 export const CODE_PART = 2048;
 export const PARA_PART = 4096;
+/** A streaming paragraph is laid out whole (its text appended in place) up to this size. */
+export const PARA_WHOLE = 65536;
 export const LIST_PART = 4096;
 export const TABLE_ROWS = 50;
 export const SHELF = 32;
@@ -33,11 +45,9 @@ const EVEN = /^(P|UL|OL|PRE|BLOCKQUOTE|TABLE)$/;
 /** Characters of the widest column a big table sizes for (longer cells wrap). */
 const MAX_COLUMN = 40;
 
-/** The kind of parts an element's children go into, or null for elements never split. */
+/** The kind of parts a finished element's children go into, or null for elements never split. */
 function partsKind(el) {
-  if (el.nodeName === "P") return "p";
   if (el.nodeName === "UL" || el.nodeName === "OL") return "list";
-  if (el.nodeName === "TABLE") return "table";
   if (el.nodeName === "PRE" && el.firstElementChild?.nodeName === "CODE") return "code";
   return null;
 }
@@ -48,7 +58,7 @@ export class Parts {
   constructor(el, kind) {
     this.el = el;
     this.kind = kind;
-    this.limit = LIMIT[kind];
+    this.limit = kind === "p" ? PARA_WHOLE : LIMIT[kind]; // the first part holds what came before
     this.part = null; // the part being filled; null while the element is not split
     this.shelves = null;
     this.size = 0; // characters in the part being filled
@@ -160,6 +170,20 @@ export class Parts {
     sizeHint(done, this.kind); // once the live node has moved on: finished content only
     this.shelves.add(this.part, done);
     this.size = 0;
+    this.limit = LIMIT[this.kind];
+  }
+
+  /** The block is complete: its children go back into it, unsplit, as rendering it at once gives
+   * (for a paragraph, whose parts would show). Call after `setLive(null)`. */
+  unsplit() {
+    if (!this.part) return;
+    const nodes = [];
+    for (const shelf of Array.from(this.el.children)) {
+      for (const part of Array.from(shelf.children)) nodes.push(...part.childNodes);
+    }
+    this.el.replaceChildren(...nodes);
+    this.el.normalize(); // one text node where the text was cut, as the parser makes it
+    this.part = this.shelves = null;
   }
 }
 
@@ -219,9 +243,10 @@ function sizeHint(part, kind) {
 
 /** A writer of a table's body rows: past TABLE_ROWS rows, the table goes on in another table
  * (each in a part of its own), all with the column widths the first rows suggest, the whole in
- * a <div class="ipyagent-table"> where the table was. */
+ * a <div class="ipyagent-table"> where the table was; `unsplit` makes it one table again. */
 export class TableParts {
   constructor(table) {
+    this.first = table;
     this.table = table;
     this.tbody = null;
     this.rows = 0;
@@ -267,9 +292,25 @@ export class TableParts {
     this.rows = 0;
   }
 
+  /** The table is complete: its rows go back into its first table, which takes the place of the
+   * parts, without the column widths (the browser sizes the columns by all the rows). */
+  unsplit() {
+    if (!this.cols) return;
+    const whole = this.first.closest(".ipyagent-table");
+    const body = this.first.tBodies[0];
+    for (const table of Array.from(whole.querySelectorAll(".ipyagent-rows > table")).slice(1)) {
+      body.append(...table.tBodies[0].childNodes);
+    }
+    this.first.querySelector(":scope > colgroup").remove();
+    whole.replaceWith(this.first);
+    this.table = this.first;
+    this.tbody = body;
+    this.cols = this.shelves = null;
+  }
+
   #fix(table, part) {
     table.prepend(this.cols.group.cloneNode(true));
-    table.style.width = this.cols.width;
+    part.style.width = this.cols.width; // the table's own style stays unset, to be as marked made it
     part.style.setProperty("--ipyagent-lines", String(TABLE_ROWS + 2));
   }
 }
@@ -299,15 +340,7 @@ function columnWidths(table) {
 export function splitBlocks(fragment) {
   for (const el of Array.from(fragment.children)) {
     const kind = partsKind(el);
-    if (!kind || el.textContent.length < LIMIT_MIN[kind]) continue;
-    if (kind === "table") {
-      const tbody = el.tBodies[0];
-      if (!tbody || tbody.rows.length <= TABLE_ROWS) continue;
-      const rows = Array.from(tbody.childNodes);
-      tbody.remove();
-      new TableParts(el).append(rows);
-      continue;
-    }
+    if (!kind || el.textContent.length < LIMIT[kind]) continue;
     const holder = kind === "code" ? el.firstElementChild : el;
     const children = Array.from(holder.childNodes);
     holder.replaceChildren();
@@ -316,5 +349,3 @@ export function splitBlocks(fragment) {
   return fragment;
 }
 
-/** Below these sizes no block is split (a quick skip; the writers would not split them either). */
-const LIMIT_MIN = { code: CODE_PART, p: PARA_PART, list: LIST_PART, table: 0 };
