@@ -73,7 +73,7 @@ window.render = (text, sizes) => {
   let splitWhileStreaming = false;
   for (let at = 0, i = 0; at < text.length; at += sizes[i++ % sizes.length]) {
     send([{ op: "append", id: "t", field: "text", value: text.slice(at, at + sizes[i % sizes.length]) }]);
-    if (i % 64 === 0 && md("streamed").querySelector("p > .ipyagent-shelf, .ipyagent-table")) {
+    if (i % 16 === 0 && md("streamed").querySelector("p > .ipyagent-shelf, .ipyagent-table")) {
       splitWhileStreaming = true;
     }
   }
@@ -170,6 +170,11 @@ def paragraph(rng: random.Random) -> str:
     return " ".join(_sentence(rng, n) for n in range(3000)) + "\n\nAfter."
 
 
+def big_paragraph(rng: random.Random) -> str:
+    """Past the size a paragraph is joined again at (parts.js PARA_JOIN, 256 KB)."""
+    return " ".join(_sentence(rng, n) for n in range(5000)) + "\n\nAfter."
+
+
 def mix(rng: random.Random) -> str:
     return "\n\n".join(
         [
@@ -182,13 +187,30 @@ def mix(rng: random.Random) -> str:
     )
 
 
+def nested(rng: random.Random, items: int = 150) -> str:
+    """Big code blocks and lists in a list item and in a quote."""
+    lines = ["```python", *code(rng).split("\n")[3 : 3 + 2 * items], "```"]
+    in_item = [f"   {line}" if line else "" for line in lines]
+    in_quote = [f"> {line}" for line in lines]
+    quoted_list = [f"> - {_sentence(rng, n)}" for n in range(items)]
+    inner_list = [f"   - {_sentence(rng, n)}" for n in range(items)]
+    listed = ["1. First, the module:", "", *in_item, "", "2. Then a list:", "", *inner_list, "", "3. Done."]
+    return "\n".join(["Before.", "", *listed, "", *in_quote, ">", *quoted_list, "", "After."])
+
+
 SHAPES: dict[str, Callable[[random.Random], str]] = {
     "code": code,
     "table": table,
     "list": bullets,
     "paragraph": paragraph,
+    "big_paragraph": big_paragraph,
     "mix": mix,
+    "nested": nested,
 }
+#: Shapes with a paragraph or a table that streams in parts and is joined again when complete.
+JOINED = {"paragraph", "mix"}
+#: Shapes with a paragraph or a table too big to be joined again: in parts, streamed or not.
+KEPT_IN_PARTS = {"table", "big_paragraph"}
 
 
 @pytest.fixture
@@ -215,14 +237,15 @@ def test_the_streamed_dom_is_the_one_shot_dom(md_page: Any, shape: str) -> None:
         result = md_page.evaluate("([text, sizes]) => window.render(text, sizes)", [text, sizes])
         assert result["streamed"] == result["whole"], f"chunks {sizes}"
         assert result["tails"] == 0  # nothing of the streaming is left
-        # A paragraph or table past its size streamed in parts, and is one block again: as it
-        # would show unsplit. Code blocks and lists stay in parts, on several shelves.
-        assert result["joined"]
-        if shape in ("paragraph", "table"):
+        # A paragraph or table of a size the browser lays out in one go streamed in parts and is
+        # one block again, as it would show unsplit; one past that size stays in parts. Code
+        # blocks and lists stay in parts, on several shelves.
+        assert result["joined"] == (shape not in KEPT_IN_PARTS)
+        if shape in JOINED:
             assert result["splitWhileStreaming"]
         else:
             assert result["parts"] > 2
-            assert result["shelves"] > 1 or shape == "mix"
+            assert result["shelves"] > 1 or shape == "nested"
 
 
 COPY = """(id) => {
