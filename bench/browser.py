@@ -13,6 +13,9 @@ the longest task (PerformanceObserver ``longtask``, which only sees tasks over 5
 animation-frame callback (where the view renders), the final render and the view's DOM node count.
 Each case runs in a fresh page, after a warm-up stream of a few KB in that page (a notebook has
 rendered something before). A case that falls behind by more than --max-lag seconds stops early.
+With --trace, a Chrome trace of each case says what its long tasks were (bench/_trace.py): the
+time the thread ran in each, and the events that took it (a frame's script, layout, a garbage
+collection); a long task whose thread ran a few ms is the machine's other load, not the page.
 
 Section "chat" (the chat widget). What the model holds and receives is taken from a real
 :class:`~ipyagent.widgets.ChatWidget` built here on a saved conversation of N messages: its synced
@@ -30,7 +33,7 @@ manager's own parsing of the traits.
 - each size is measured ``--repeat`` times, each in a fresh page; the table shows medians, the
   JSON every run.
 
-    python bench/browser.py [stream|chat|all] [--sizes 10,100,1000] [--rate 4] [--shapes ...]
+    python bench/browser.py [stream|chat|all] [--sizes 10,100,1000] [--rate 4] [--shapes ...] [--trace]
                             [--messages 100,2000,10000] [--static DIR] [--name browser]
 
 Prints one table per section and writes both to bench/results/NAME.json. --static points at
@@ -55,6 +58,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import _trace
 from _chromium import CHROMIUM, FLAGS
 from _report import report_sections
 
@@ -308,11 +312,15 @@ STREAM_JS = """async ({ text, chunk, interval, maxLag }) => {
 }"""
 
 
-def stream_case(page: Any, cdp: Any, text: str, *, rate_kb: float, max_lag: float) -> dict[str, Any]:
+def stream_case(
+    page: Any, cdp: Any, text: str, *, rate_kb: float, max_lag: float, trace: bool = False
+) -> dict[str, Any]:
     # Warm-up, not measured: the first render in a page compiles the bundle's code paths.
     warm = {"text": mix(16384, random.Random(0)), "chunk": 800, "interval": 50, "maxLag": 100}
     page.evaluate(STREAM_JS, warm)
     chunk = max(1, round(rate_kb * 1024 * INTERVAL_MS / 1000))
+    if trace:
+        _trace.start(cdp)
     before = main_thread_seconds(cdp)
     result: dict[str, Any] = page.evaluate(
         STREAM_JS, {"text": text, "chunk": chunk, "interval": INTERVAL_MS, "maxLag": max_lag}
@@ -320,19 +328,22 @@ def stream_case(page: Any, cdp: Any, text: str, *, rate_kb: float, max_lag: floa
     after = main_thread_seconds(cdp)
     result.update({name: after[name] - before[name] for name in METRICS})
     result["busy"] = result["TaskDuration"]
+    if trace:
+        result["traced_long_tasks"] = _trace.long_tasks(_trace.stop(page, cdp))
     return result
 
 
 def bench_stream(
-    static: Path, shapes: list[str], sizes_kb: list[int], *, rate_kb: float, max_lag: float
-) -> list[list[Any]]:
+    static: Path, shapes: list[str], sizes_kb: list[int], *, rate_kb: float, max_lag: float, trace: bool
+) -> tuple[list[list[Any]], list[Any]]:
     rows = []
+    traced = []
     with serve(static, "run") as url:
         for shape in shapes:
             for size_kb in sizes_kb:
                 text = SHAPES[shape](size_kb * 1024, random.Random(size_kb))
                 with chromium_page(url) as (page, cdp):
-                    r = stream_case(page, cdp, text, rate_kb=rate_kb, max_lag=max_lag)
+                    r = stream_case(page, cdp, text, rate_kb=rate_kb, max_lag=max_lag, trace=trace)
                 kb = r["sent"] / 1024
                 rows.append(
                     [
@@ -353,7 +364,12 @@ def bench_stream(
                     ]
                 )
                 print(*rows[-1], sep=" | ", flush=True)
-    return rows
+                if trace:
+                    traced.append({"shape": shape, "size_kb": size_kb, "long_tasks": r["traced_long_tasks"]})
+                    for task in r["traced_long_tasks"]:
+                        cost = f"{task['wall_ms']} ms, thread {task['thread_ms']} ms:"
+                        print("    long task", cost, *task["top"], flush=True)
+    return rows, traced
 
 
 STREAM_COLUMNS = [
@@ -633,6 +649,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100,1000", help="stream: KB, comma-separated")
     parser.add_argument("--shapes", default=",".join(SHAPES), help="stream: shapes, comma-separated")
     parser.add_argument("--rate", type=float, default=4.0, help="stream: KB/s streamed (default 4)")
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="stream: record a Chrome trace and say what each long task was (its thread time: "
+        "the rest of its wall time the thread waited for a CPU)",
+    )
     parser.add_argument("--max-lag", type=float, default=10.0, help="stream: seconds behind to stop at")
     parser.add_argument("--messages", default="100,2000,10000", help="chat: history sizes, comma-separated")
     parser.add_argument("--settle", type=float, default=3.0, help="chat: seconds to watch after the open")
@@ -645,15 +667,18 @@ def main() -> None:
     sections = []
     extra: dict[str, Any] = {"static": str(args.static), "driven": "bundled views, no kernel"}
     if args.section in ("stream", "all"):
-        rows = bench_stream(
+        rows, traced = bench_stream(
             args.static,
             args.shapes.split(","),
             [int(s) for s in args.sizes.split(",")],
             rate_kb=args.rate,
             max_lag=args.max_lag,
+            trace=args.trace,
         )
         sections.append(("stream", STREAM_COLUMNS, rows))
         extra.update(rate_kb_s=args.rate, interval_ms=INTERVAL_MS)
+        if args.trace:
+            extra["traced_long_tasks"] = traced
     if args.section in ("chat", "all"):
         table, runs = bench_chat(
             args.static, [int(s) for s in args.messages.split(",")], settle=args.settle, repeat=args.repeat

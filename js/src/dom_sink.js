@@ -3,7 +3,8 @@
 // size lives in a tail element that goes when the text is complete; an open code block, table,
 // list or long paragraph is built where it will stay (moving it at the end would lay it all out
 // again), through the writers of parts.js, which split a big block into parts exactly as they
-// split the same block rendered at once: streamed or not, the element ends up the same.
+// split the same block rendered at once (a paragraph or a table is joined again when complete):
+// streamed or not, the element ends up the same.
 
 import { sanitizedFragment } from "./markdown.js";
 import { Parts, TableParts, splitBlocks } from "./parts.js";
@@ -150,6 +151,7 @@ class DomSink {
   }
 
   tableClose() {
+    this.parts.unsplit();
     this.#clearOpen();
   }
 
@@ -187,6 +189,7 @@ class DomSink {
 
   paraClose() {
     this.parts.setLive(null);
+    this.parts.unsplit();
     this.#clearOpen();
   }
 

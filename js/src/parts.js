@@ -2,17 +2,32 @@
 // one list or one table as a whole: appending to a 1 MB one costs it hundreds of milliseconds,
 // every time. So a block past a size is split into parts (display: block, content-visibility:
 // auto in ipyagent.css): appending touches the last part only, and parts off screen are not laid
-// out or painted at all. Where a part ends depends on the content only, never on how it arrived:
-// a block streamed piece by piece and the same block rendered at once end up split the same way
+// out or painted at all.
+//
+// Parts of code blocks, lists and the top-level blocks look exactly like the block unsplit, so
+// they stay. Where such a part ends depends on the content only, never on how it arrived: a block
+// streamed piece by piece and the same block rendered at once end up split the same way
 // (dom_sink.js runs both through `Parts`), so the page is the same either way.
 //
 //   blocks the rendered markdown itself: parts end before a paragraph, list, code block, quote or
 //          table that follows another of those (their margins are alike: the gap between the
 //          parts is the gap between the blocks), once they hold BLOCK_PART characters;
 //   code   <pre><code>: parts end after a line, once they hold CODE_PART characters;
-//   p      parts end after a sentence (". ", "! ", "? "), once they hold PARA_PART characters;
-//   list   <ul>/<ol>: parts end before an item, once they hold LIST_PART characters;
-//   table  a table becomes several tables past TABLE_ROWS rows, with the same column widths.
+//   list   <ul>/<ol>: parts end before an item, once they hold LIST_PART characters.
+// Code blocks and lists nested in a list item or a quote are split too, once the item or quote
+// is finished (until then it is rendered whole: streaming one is not linear yet).
+//
+// A paragraph or a table cannot be split without showing it: a part of a paragraph starts a new
+// line, and tables in parts cannot size their columns by all their rows. So these are split while
+// they stream, and joined again (`unsplit`) when they are complete, once, if the browser can lay
+// the whole out in one go (in some 40 ms: up to PARA_JOIN characters, TABLE_JOIN rows):
+//   p      past PARA_WHOLE characters, parts end after a sentence (". ", "! ", "? "), once they
+//          hold PARA_PART characters;
+//   table  a table goes on in another table past TABLE_ROWS rows, with column widths that the
+//          first rows suggest.
+// Rendered at once, a paragraph or table is split only past those sizes, so the page ends up the
+// same either way. Past them (a paragraph of 256 KB, a table of 300 rows) the parts show: a line
+// break every PARA_PART characters, column widths from the first rows.
 //
 // Small blocks stay exactly as marked renders them. Only top-level text is ever cut, so a
 // highlighted string or an emphasis is never split. Parts go in shelves of SHELF parts (each a
@@ -22,8 +37,13 @@
 export const BLOCK_PART = 4096;
 export const CODE_PART = 2048;
 export const PARA_PART = 4096;
+/** A streaming paragraph is laid out whole (its text appended in place) up to this size. */
+export const PARA_WHOLE = 65536;
 export const LIST_PART = 4096;
 export const TABLE_ROWS = 50;
+/** The largest paragraph and table joined again when complete (see above). */
+export const PARA_JOIN = 262144;
+export const TABLE_JOIN = 300;
 export const SHELF = 32;
 
 const LIMIT = { blocks: BLOCK_PART, code: CODE_PART, p: PARA_PART, list: LIST_PART };
@@ -33,7 +53,7 @@ const EVEN = /^(P|UL|OL|PRE|BLOCKQUOTE|TABLE)$/;
 /** Characters of the widest column a big table sizes for (longer cells wrap). */
 const MAX_COLUMN = 40;
 
-/** The kind of parts an element's children go into, or null for elements never split. */
+/** The kind of parts a finished element's children go into, or null for elements never split. */
 function partsKind(el) {
   if (el.nodeName === "P") return "p";
   if (el.nodeName === "UL" || el.nodeName === "OL") return "list";
@@ -48,7 +68,7 @@ export class Parts {
   constructor(el, kind) {
     this.el = el;
     this.kind = kind;
-    this.limit = LIMIT[kind];
+    this.limit = kind === "p" ? PARA_WHOLE : LIMIT[kind]; // the first part holds what came before
     this.part = null; // the part being filled; null while the element is not split
     this.shelves = null;
     this.size = 0; // characters in the part being filled
@@ -87,6 +107,9 @@ export class Parts {
         node.setAttribute("value", String(this.el.start + this.items));
       }
     }
+    // A finished item or block: the big blocks nested in it go in parts too (an item or a quote
+    // of the top-level blocks is rendered whole, so the same parts whichever way it came).
+    if (node.nodeType === 1 && (this.kind === "list" || this.kind === "blocks")) splitNested(node);
     this.#put(node);
     if (node.nodeName === "LI") this.items++;
     this.size += node.textContent.length;
@@ -160,6 +183,20 @@ export class Parts {
     sizeHint(done, this.kind); // once the live node has moved on: finished content only
     this.shelves.add(this.part, done);
     this.size = 0;
+    this.limit = LIMIT[this.kind];
+  }
+
+  /** The block is complete: its children go back into it, unsplit, as rendering it at once gives
+   * (for a paragraph, whose parts would show). Call after `setLive(null)`. */
+  unsplit() {
+    if (!this.part || this.el.textContent.length > PARA_JOIN) return;
+    const nodes = [];
+    for (const shelf of Array.from(this.el.children)) {
+      for (const part of Array.from(shelf.children)) nodes.push(...part.childNodes);
+    }
+    this.el.replaceChildren(...nodes);
+    this.el.normalize(); // one text node where the text was cut, as the parser makes it
+    this.part = this.shelves = null;
   }
 }
 
@@ -219,12 +256,14 @@ function sizeHint(part, kind) {
 
 /** A writer of a table's body rows: past TABLE_ROWS rows, the table goes on in another table
  * (each in a part of its own), all with the column widths the first rows suggest, the whole in
- * a <div class="ipyagent-table"> where the table was. */
+ * a <div class="ipyagent-table"> where the table was; `unsplit` makes it one table again. */
 export class TableParts {
   constructor(table) {
+    this.first = table;
     this.table = table;
     this.tbody = null;
     this.rows = 0;
+    this.total = 0; // rows in all the parts
     this.cols = null; // the <colgroup> every part shares, once split
     this.shelves = null;
   }
@@ -237,7 +276,10 @@ export class TableParts {
         this.table.append(this.tbody);
       }
       this.tbody.append(node);
-      if (node.nodeName === "TR") this.rows++;
+      if (node.nodeName === "TR") {
+        this.rows++;
+        this.total++;
+      }
     }
   }
 
@@ -267,9 +309,25 @@ export class TableParts {
     this.rows = 0;
   }
 
+  /** The table is complete: its rows go back into its first table, which takes the place of the
+   * parts, without the column widths (the browser sizes the columns by all the rows). */
+  unsplit() {
+    if (!this.cols || this.total > TABLE_JOIN) return;
+    const whole = this.first.closest(".ipyagent-table");
+    const body = this.first.tBodies[0];
+    for (const table of Array.from(whole.querySelectorAll(".ipyagent-rows > table")).slice(1)) {
+      body.append(...table.tBodies[0].childNodes);
+    }
+    this.first.querySelector(":scope > colgroup").remove();
+    whole.replaceWith(this.first);
+    this.table = this.first;
+    this.tbody = body;
+    this.cols = this.shelves = null;
+  }
+
   #fix(table, part) {
     table.prepend(this.cols.group.cloneNode(true));
-    table.style.width = this.cols.width;
+    part.style.width = this.cols.width; // the table's own style stays unset, to be as marked made it
     part.style.setProperty("--ipyagent-lines", String(TABLE_ROWS + 2));
   }
 }
@@ -295,26 +353,43 @@ function columnWidths(table) {
 }
 
 /** Split the big blocks among the top-level elements of `fragment` (a block rendered at once)
- * exactly as they would be split had they streamed in. */
+ * exactly as they would be split had they streamed in, and those nested in them. */
 export function splitBlocks(fragment) {
   for (const el of Array.from(fragment.children)) {
-    const kind = partsKind(el);
-    if (!kind || el.textContent.length < LIMIT_MIN[kind]) continue;
-    if (kind === "table") {
-      const tbody = el.tBodies[0];
-      if (!tbody || tbody.rows.length <= TABLE_ROWS) continue;
-      const rows = Array.from(tbody.childNodes);
-      tbody.remove();
-      new TableParts(el).append(rows);
-      continue;
-    }
-    const holder = kind === "code" ? el.firstElementChild : el;
-    const children = Array.from(holder.childNodes);
-    holder.replaceChildren();
-    new Parts(holder, kind).append(children);
+    split(el);
+    splitNested(el);
   }
   return fragment;
 }
 
-/** Below these sizes no block is split (a quick skip; the writers would not split them either). */
-const LIMIT_MIN = { code: CODE_PART, p: PARA_PART, list: LIST_PART, table: 0 };
+/** Split `el` if it is a code block or a list past its size and not split yet, or a paragraph or
+ * a table too big to be joined again had it streamed in. */
+function split(el) {
+  const kind = partsKind(el);
+  if (kind === "table") {
+    const body = el.tBodies[0];
+    if (!body || body.rows.length <= TABLE_JOIN) return;
+    const rows = Array.from(body.childNodes);
+    body.remove();
+    new TableParts(el).append(rows);
+    return;
+  }
+  if (!kind || el.textContent.length < (kind === "p" ? PARA_JOIN + 1 : LIMIT[kind])) return;
+  const holder = kind === "code" ? el.firstElementChild : el;
+  if (holder.querySelector(":scope > .ipyagent-shelf")) return;
+  const children = Array.from(holder.childNodes);
+  holder.replaceChildren();
+  new Parts(holder, kind).append(children); // a list's items split what is nested in them
+}
+
+/** Split the big code blocks and lists nested in `el` (in a list item, in a quote). Not in a
+ * table: its rows are written as they come (TableParts), never split. */
+function splitNested(el) {
+  if (el.nodeName === "TABLE" || el.textContent.length < CODE_PART) return;
+  // (Paragraphs nested in an item or a quote are not split while they stream, nor here.)
+  for (const inner of Array.from(el.querySelectorAll(":scope pre, :scope ul, :scope ol"))) {
+    const table = inner.closest("table");
+    if (!table || !el.contains(table)) split(inner);
+  }
+}
+

@@ -4,7 +4,8 @@ No JupyterLab and no kernel: a page loads the bundled views (ipyagent/widgets/st
 with a stand-in model, as bench/browser.py does. One view receives a text block as the kernel streams it
 (an ``append`` patch per chunk, each drawn before the next, then ``streaming: false``); another
 view opens on the finished block. Both must end with the same HTML: the same markdown, the same
-highlighting, the same sanitizing, and big blocks split into the same parts (js/src/parts.js).
+highlighting, the same sanitizing, big code blocks and lists split into the same parts
+(js/src/parts.js), and big paragraphs and tables, which stream in parts, joined again.
 js/test/stream.test.js checks the HTML strings in node for many more shapes; this checks the DOM
 the browser builds from them. Where parts are invisible by design (code, lists), a screenshot of
 the split block must match one of the same block with its parts unwrapped.
@@ -67,8 +68,14 @@ const md = (id) => document.querySelector(`#${id} .ipyagent-md`);
 window.render = (text, sizes) => {
   const send = mount("streamed", { seq: 0, status: "running", blocks: [], usage: {}, live: true });
   send([{ op: "add", block: { id: "t", kind: "text", text: "", streaming: true } }]);
+  // Whether a paragraph or a table was in parts at some point while it streamed (looked at now
+  // and then: each look costs a query of the whole block).
+  let splitWhileStreaming = false;
   for (let at = 0, i = 0; at < text.length; at += sizes[i++ % sizes.length]) {
     send([{ op: "append", id: "t", field: "text", value: text.slice(at, at + sizes[i % sizes.length]) }]);
+    if (i % 16 === 0 && md("streamed").querySelector("p > .ipyagent-shelf, .ipyagent-table")) {
+      splitWhileStreaming = true;
+    }
   }
   send([
     { op: "set", id: "t", fields: { streaming: false } },
@@ -82,6 +89,8 @@ window.render = (text, sizes) => {
     parts: md("streamed").querySelectorAll(".ipyagent-part").length,
     shelves: md("streamed").querySelectorAll(":not(.ipyagent-md) > .ipyagent-shelf").length,
     tails: document.querySelectorAll(".ipyagent-md-tail, .ipyagent-md-open").length,
+    splitWhileStreaming,
+    joined: !md("streamed").querySelector("p .ipyagent-part, table .ipyagent-part, .ipyagent-table"),
   };
 };
 // The streamed block with its parts unwrapped (where it is: a screenshot elsewhere could fall on
@@ -161,6 +170,11 @@ def paragraph(rng: random.Random) -> str:
     return " ".join(_sentence(rng, n) for n in range(3000)) + "\n\nAfter."
 
 
+def big_paragraph(rng: random.Random) -> str:
+    """Past the size a paragraph is joined again at (parts.js PARA_JOIN, 256 KB)."""
+    return " ".join(_sentence(rng, n) for n in range(5000)) + "\n\nAfter."
+
+
 def mix(rng: random.Random) -> str:
     return "\n\n".join(
         [
@@ -173,13 +187,30 @@ def mix(rng: random.Random) -> str:
     )
 
 
+def nested(rng: random.Random, items: int = 150) -> str:
+    """Big code blocks and lists in a list item and in a quote."""
+    lines = ["```python", *code(rng).split("\n")[3 : 3 + 2 * items], "```"]
+    in_item = [f"   {line}" if line else "" for line in lines]
+    in_quote = [f"> {line}" for line in lines]
+    quoted_list = [f"> - {_sentence(rng, n)}" for n in range(items)]
+    inner_list = [f"   - {_sentence(rng, n)}" for n in range(items)]
+    listed = ["1. First, the module:", "", *in_item, "", "2. Then a list:", "", *inner_list, "", "3. Done."]
+    return "\n".join(["Before.", "", *listed, "", *in_quote, ">", *quoted_list, "", "After."])
+
+
 SHAPES: dict[str, Callable[[random.Random], str]] = {
     "code": code,
     "table": table,
     "list": bullets,
     "paragraph": paragraph,
+    "big_paragraph": big_paragraph,
     "mix": mix,
+    "nested": nested,
 }
+#: Shapes with a paragraph or a table that streams in parts and is joined again when complete.
+JOINED = {"paragraph", "mix"}
+#: Shapes with a paragraph or a table too big to be joined again: in parts, streamed or not.
+KEPT_IN_PARTS = {"table", "big_paragraph"}
 
 
 @pytest.fixture
@@ -205,10 +236,52 @@ def test_the_streamed_dom_is_the_one_shot_dom(md_page: Any, shape: str) -> None:
     for sizes in ([1, 17, 300, 3, 64], [997]):
         result = md_page.evaluate("([text, sizes]) => window.render(text, sizes)", [text, sizes])
         assert result["streamed"] == result["whole"], f"chunks {sizes}"
-        # Big blocks really are in parts, on several shelves, and nothing of the streaming is left.
-        assert result["parts"] > 2
-        assert result["shelves"] > 1 or shape == "mix"
-        assert result["tails"] == 0
+        assert result["tails"] == 0  # nothing of the streaming is left
+        # A paragraph or table of a size the browser lays out in one go streamed in parts and is
+        # one block again, as it would show unsplit; one past that size stays in parts. Code
+        # blocks and lists stay in parts, on several shelves.
+        assert result["joined"] == (shape not in KEPT_IN_PARTS)
+        if shape in JOINED:
+            assert result["splitWhileStreaming"]
+        else:
+            assert result["parts"] > 2
+            assert result["shelves"] > 1 or shape == "nested"
+
+
+COPY = """(id) => {
+  const code = document.querySelector(`#${id} pre`);
+  const range = document.createRange();
+  range.selectNodeContents(code);
+  getSelection().removeAllRanges();
+  getSelection().addRange(range);
+}"""
+
+
+def test_copying_a_code_block_in_parts_gives_its_text(md_page: Any) -> None:
+    # What the user copies (select the block, Ctrl+C) and pastes is the code as written, whether
+    # the block streamed in parts or is whole. Each part is a block box, and a block's edges are
+    # where the browser's text serializers may add line breaks (innerText does).
+    md_page.set_viewport_size({"width": 1000, "height": 600})  # most parts are off screen
+    source = code(random.Random(2))
+    body = source[source.index("```python\n") + 10 : source.index("\n```\n")]
+    assert len(body) > 20_000
+    result = md_page.evaluate("([text]) => window.render(text, [300, 7])", [source])
+    assert result["parts"] > 2 and result["shelves"] > 1
+    md_page.evaluate("() => document.body.append(document.createElement('textarea'))")
+    paste = md_page.locator("textarea")
+
+    def copied() -> str:
+        md_page.evaluate(COPY, "streamed")
+        md_page.keyboard.press("Control+C")
+        paste.fill("")
+        paste.focus()
+        md_page.keyboard.press("Control+V")
+        text: str = paste.input_value()
+        return text
+
+    in_parts = copied()
+    assert md_page.evaluate("() => window.unwrapParts()") == 0
+    assert copied() == in_parts == body
 
 
 def loose(rng: random.Random) -> str:
