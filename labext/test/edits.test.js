@@ -1,40 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { arrayDoc, state } from "./fake_notebook.js";
 import { EditLog, applyEdit, findConflicts, inverseFor, lineDiff, reviewsOf, undoEdit, validateOps } from "../src/edits.js";
-
-// The adapter index.js gives over the notebook's shared model, over an array of nbformat cells.
-function arrayDoc(cells) {
-  const list = cells.map(([id, source]) => ({ id, cell_type: "code", source, metadata: {} }));
-  return {
-    list,
-    ids: () => list.map((c) => c.id),
-    source: (i) => list[i].source,
-    setSource: (i, s) => {
-      list[i].source = s;
-    },
-    cellJSON: (i) => structuredClone(list[i]),
-    insert: (i, cell) => {
-      list.splice(i, 0, structuredClone(cell));
-      return cell.id;
-    },
-    remove: (i) => void list.splice(i, 1),
-    // As YNotebook.moveCell(from, to): the cell ends at index `to`.
-    move: (from, to) => {
-      const [cell] = list.splice(from, 1);
-      list.splice(to, 0, cell);
-    },
-    getMeta: (i) => list[i].metadata.ipyagent,
-    setMeta: (i, value) => {
-      if (value === undefined) delete list[i].metadata.ipyagent;
-      else list[i].metadata.ipyagent = value;
-    },
-  };
-}
 
 const PROVENANCE = { session: "a.agent.jsonl", run: "r-1", call: "call_1" };
 let counter = 0;
 const newId = () => `new-${++counter}`;
-const state = (doc) => doc.list.map((c) => `${c.id}:${c.source}`);
 
 test("an edit applies replace, insert, delete and move in order and stamps what it wrote", () => {
   const doc = arrayDoc([["a", "import x"], ["b", "total = 1 + 1"], ["c", "print(total)"], ["d", "x"]]);

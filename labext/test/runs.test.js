@@ -1,37 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { applyEdit } from "../src/edits.js";
+import { arrayDoc, state } from "./fake_notebook.js";
 import { RunLog, runOf, undoRunMessage } from "../src/runs.js";
 
-// The same array adapter as edits.test.js, over [id, source] cells with outputs.
-function arrayDoc(cells) {
-  const list = cells.map(([id, source]) => ({ id, cell_type: "code", source, metadata: {}, outputs: [{ text: `out ${id}` }] }));
-  return {
-    list,
-    ids: () => list.map((c) => c.id),
-    source: (i) => list[i].source,
-    setSource: (i, s) => {
-      list[i].source = s;
-    },
-    cellJSON: (i) => structuredClone(list[i]),
-    insert: (i, cell) => {
-      list.splice(i, 0, structuredClone(cell));
-      return cell.id;
-    },
-    remove: (i) => void list.splice(i, 1),
-    move: (from, to) => {
-      const [cell] = list.splice(from, 1);
-      list.splice(to, 0, cell);
-    },
-    getMeta: (i) => list[i].metadata.ipyagent,
-    setMeta: (i, value) => {
-      if (value === undefined) delete list[i].metadata.ipyagent;
-      else list[i].metadata.ipyagent = value;
-    },
-  };
-}
-
-const state = (doc) => doc.list.map((c) => `${c.id}:${c.source}`);
 
 /** A run of four edits (insert, replace, move, delete), remembered as index.js does. */
 function scriptedRun(doc, run = "r-1") {
@@ -52,7 +24,7 @@ function scriptedRun(doc, run = "r-1") {
   return { runs, lookup: (id) => log.get(id) };
 }
 
-const before = () => arrayDoc([["a", "a0"], ["b", "b0"], ["c", "c0"], ["d", "d0"]]);
+const before = () => arrayDoc([["a", "a0"], ["b", "b0"], ["c", "c0"], ["d", "d0"]], { outputs: true });
 
 test("undo of a run puts back sources, order and deleted cells with their outputs", () => {
   const doc = before();
