@@ -10,24 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import Lab, open_notebook, screenshot
-from test_live_edits_in_lab import document, output_of, run_by_id, sources, type_into, write_cells
+from test_live_edits_in_lab import (
+    EDITING_AGENT,
+    document,
+    output_of,
+    run_by_id,
+    sources,
+    type_into,
+    write_cells,
+)
 
 # One run of the agent: an edit, an insert, a move and a delete, each its own tool call.
-AGENT = """
-%load_ext ipyagent
-from ipyagent.testing import ScriptedModel, tool_call
-
-m = ScriptedModel([
-    [
-        tool_call("edit_cell", {"cell_id": "c-total", "old_source": "total = 1 + 1",
-                                "new_source": "total = 2"}),
-        tool_call("insert_cell", {"source": "total * 2"}),
-        tool_call("move_cell", {"cell_id": "c-import", "to_index": 0}),
-        tool_call("delete_cell", {"cell_id": "c-print", "old_source": "print(total)"}),
-    ],
-    "Done.",
-])
-"""
+AGENT = EDITING_AGENT
 RUN = "%%agent -m m --yes --tools notebook\nTidy up my notebook."
 BEFORE = [
     ("c-setup", AGENT),
