@@ -95,8 +95,8 @@ class Agent:
         budget: Caps on each run's tokens, cost and wall time: a
             :class:`~ipyagent.agentlib.budget.Budget`, a dict of its fields or a string
             (``"tokens=50k,cost=0.5,time=5m"``). A run that reaches one stops ``exhausted``.
-        conversation_budget: Caps on the conversation's total tokens and cost (counted in its
-            session file); a run that would pass them stops ``exhausted``.
+        conversation_budget: Caps on the conversation's total tokens, cost and wall time (counted
+            in its session file); a run that would pass them stops ``exhausted``.
     """
 
     def __init__(
@@ -220,19 +220,12 @@ class Agent:
 
     @property
     def conversation_budget(self) -> Budget | None:
-        """Caps on the conversation's total tokens and cost."""
+        """Caps on the conversation's total tokens, cost and the wall time of its runs."""
         return self._conversation_budget
 
     @conversation_budget.setter
     def conversation_budget(self, value: Budget | Mapping[str, Any] | str | None) -> None:
-        budget = Budget.of(value)
-        if budget is not None and budget.seconds is not None:
-            raise UserError(
-                "A conversation's budget caps tokens and cost, not time.",
-                hint="Cap each run's time instead: Agent(budget=Budget(seconds=...)).",
-                code="invalid_option",
-            )
-        self._conversation_budget = budget
+        self._conversation_budget = Budget.of(value)
 
     @property
     def tool_choice(self) -> ToolChoice | ToolChoicePolicy:
@@ -273,8 +266,13 @@ class Agent:
 
     @property
     def usage(self) -> Usage:
-        """Usage summed over every request this agent made."""
+        """Usage summed over every request made for this conversation (since its last reset)."""
         return self._conversation.usage
+
+    @property
+    def seconds(self) -> float:
+        """Wall time summed over this conversation's finished runs (since its last reset)."""
+        return self._conversation.seconds
 
     @property
     def context(self) -> ContextWindow:

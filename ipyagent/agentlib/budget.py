@@ -1,8 +1,9 @@
 """Caps on what a run or a conversation may spend: tokens, dollars, seconds.
 
 ``Agent(budget=Budget(tokens=50_000, cost=0.50, seconds=300))`` caps each run;
-``conversation_budget=`` caps the conversation's total (tokens and cost, counted in its session
-file, so the total survives a restart). In a notebook: ``%%agent --budget tokens=50k,cost=0.5,time=5m``.
+``conversation_budget=`` caps the conversation's total (tokens, cost and the wall time of its
+runs, counted in its session file, so the total survives a restart). In a notebook:
+``%%agent --budget tokens=50k,cost=0.5,time=5m``.
 
 The loop checks the caps after every model request and every round of tool calls, and a time cap
 also interrupts whatever is running when it expires. A run that reaches a cap stops with status
@@ -139,13 +140,22 @@ class Spending:
     """What one run may still spend: the loop asks it before the run, before each request and
     when the run is interrupted; it owns the run's clock and its time cap."""
 
-    def __init__(self, budget: Budget | None, conversation_budget: Budget | None) -> None:
+    def __init__(
+        self, budget: Budget | None, conversation_budget: Budget | None, *, conversation_seconds: float = 0.0
+    ) -> None:
         self.budget = budget
         self.conversation_budget = conversation_budget
+        #: Wall time the conversation's earlier runs took.
+        self._earlier = conversation_seconds
         self._started = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
-        self._expired = False
+        self._expired_scope: str | None = None
         self._warned_unpriced = False
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self._started
 
     @property
     def caps_tokens(self) -> bool:
@@ -156,13 +166,23 @@ class Spending:
         a tool, a question to the user); :meth:`out_of_time` then tells that cancellation apart
         from the user's."""
         self._started = time.monotonic()
-        seconds = self.budget.seconds if self.budget is not None else None
+        limits = [
+            (budget.seconds - earlier, scope)
+            for budget, earlier, scope in (
+                (self.budget, 0.0, "run"),
+                (self.conversation_budget, self._earlier, "conversation"),
+            )
+            if budget is not None and budget.seconds is not None
+        ]
         task = asyncio.current_task()
-        if seconds is None or task is None:
+        if not limits or task is None:
+            return
+        seconds, scope = min(limits)
+        if seconds <= 0:  # the conversation's time is spent: before_run refuses the run
             return
 
         def expire() -> None:
-            self._expired = True
+            self._expired_scope = scope
             task.cancel()
 
         self._timer = asyncio.get_running_loop().call_later(seconds, expire)
@@ -175,23 +195,29 @@ class Spending:
     def out_of_time(self) -> str | None:
         """After a cancellation: the reason when it was the time cap's (the task's cancel request
         is withdrawn: it has been handled), else None (the user stopped the run)."""
-        if not self._expired or self.budget is None or self.budget.seconds is None:
+        scope = self._expired_scope
+        budget = self.budget if scope == "run" else self.conversation_budget
+        if scope is None or budget is None or budget.seconds is None:
             return None
         task = asyncio.current_task()
         if task is not None and hasattr(task, "uncancel"):  # Python 3.11+
             task.uncancel()
-        seconds = max(time.monotonic() - self._started, self.budget.seconds)
-        return check_budget(self.budget, Usage(), seconds, scope="run")
+        seconds = self.elapsed + (self._earlier if scope == "conversation" else 0.0)
+        return check_budget(
+            Budget(seconds=budget.seconds), Usage(), max(seconds, budget.seconds), scope=scope
+        )
 
     def before_run(self, conversation: Usage) -> str | None:
         """Why the run may not start (the conversation has spent its budget), or None."""
-        return check_budget(self.conversation_budget, conversation, 0.0, scope="conversation")
+        return check_budget(self.conversation_budget, conversation, self._earlier, scope="conversation")
 
     def before_request(self, run: Usage, conversation: Usage, prompt_tokens: int) -> str | None:
         """Why the run must stop before its next request, or None: a cap reached, or a token cap
         that the next request's prompt (``prompt_tokens``, estimated) alone would pass."""
-        seconds = time.monotonic() - self._started
-        spent = check_budget(self.budget, run, seconds, scope="run") or self.before_run(conversation)
+        seconds = self.elapsed
+        spent = check_budget(self.budget, run, seconds, scope="run") or check_budget(
+            self.conversation_budget, conversation, self._earlier + seconds, scope="conversation"
+        )
         if spent:
             return spent
         for budget, usage, scope in (

@@ -45,6 +45,7 @@ class Conversation:
         # transcript grows (never rebuilt per turn) and not shrunk by a compaction.
         self._call_ids: set[str] = {call.id for m in self._messages for call in m.tool_calls}
         self._usage = state.usage if state else Usage()
+        self._seconds = state.run_seconds if state else 0.0
         self._context: ContextWindow | None = None
         #: Messages before this index are counted in ``_context`` when it is exact.
         self._context_mark: int | None = None
@@ -66,6 +67,11 @@ class Conversation:
     def usage(self) -> Usage:
         """Usage summed over every request made for this conversation."""
         return self._usage
+
+    @property
+    def seconds(self) -> float:
+        """Wall time summed over this conversation's finished runs."""
+        return self._seconds
 
     @property
     def context(self) -> ContextWindow | None:
@@ -118,6 +124,11 @@ class Conversation:
         self._usage = self._usage + usage
         self._write(lambda s: s.append_usage(usage))
 
+    def add_run_time(self, seconds: float) -> None:
+        """Count one finished run's wall time."""
+        self._seconds += seconds
+        self._write(lambda s: s.append_run(seconds))
+
     def observe_context(self, window: ContextWindow, *, counted: int | None = None) -> None:
         """Take a context readout. ``counted``: how many messages an exact readout covers (the
         request's and its reply), so later estimates add only what came after them."""
@@ -148,8 +159,11 @@ class Conversation:
         )
 
     def reset(self) -> None:
-        """Empty the transcript; a session keeps its history and records the reset."""
+        """Start afresh: an empty transcript, and usage and run time counted from zero (so a
+        conversation budget applies anew); a session keeps its history and records the reset."""
         self._messages.clear()
+        self._usage = Usage()
+        self._seconds = 0.0
         self._call_ids.clear()
         self._context = None
         self._context_mark = None

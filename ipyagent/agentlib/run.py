@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -163,7 +164,9 @@ class AgentRun:
         # Compaction: at most once per run; the transcript length when the last request was built.
         self._compacted = False
         self._request_mark = 0
-        self.spending = Spending(config.budget, config.conversation_budget)
+        self.spending = Spending(
+            config.budget, config.conversation_budget, conversation_seconds=conversation.seconds
+        )
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -173,9 +176,11 @@ class AgentRun:
             self._emit(RunWarning(code="session_repaired", message=text))
         config = self.config
         self.spending.start_timer()
+        started = False
         try:
             if spent := self.spending.before_run(self.conversation.usage):
                 return self._finish("exhausted", spent)  # before the prompt: nothing is committed
+            started = True
             self.conversation.record_settings(config.model, config.settings)
             self._commit(Message.user(_join(self.prompt, self.inbox.take()), *self.attachments))
             for block in self.attachments:
@@ -235,6 +240,8 @@ class AgentRun:
             )
         finally:
             self.spending.stop_timer()
+            if started and sys.exc_info()[0] is None:  # not as the process goes down
+                self.conversation.add_run_time(self.spending.elapsed)
 
     def _schemas(self) -> str:
         return "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)

@@ -7,10 +7,12 @@ record, appended as the agent commits it and never rewritten::
      "model": "openai/gpt-4.1", "notebook": "analysis.ipynb", "forked_from": null}
     {"type": "message", "message": {…}}            a committed message
     {"type": "usage", "usage": {…}}                 one model request's usage
+    {"type": "run", "seconds": 12.5}                 one run's wall time, when it ends
     {"type": "settings", "model": …, "thinking": …, "max_tokens": …, "temperature": …}
     {"type": "compaction", "dropped": 12, "kept": 6, "summary_hash": "…", "summary": {…}, …}
     {"type": "repair", "index": 7, "replace": false, "message": {…}, "call_ids": […]}
-    {"type": "reset"}                               the conversation starts afresh (history stays)
+    {"type": "reset"}                               the conversation starts afresh (history stays;
+                                                    its usage and run time count from zero again)
 
 Loading replays the records: a ``compaction`` replaces the first ``dropped`` messages with its
 summary, a ``reset`` empties the transcript, a ``repair`` inserts (or replaces) the message that
@@ -106,6 +108,8 @@ class SessionState:
     forked_from: dict[str, Any] | None = None
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    #: Wall time summed over the runs recorded (a conversation's time budget counts it).
+    run_seconds: float = 0.0
     #: The last recorded value of each of :data:`SETTINGS_KEYS` (model included).
     settings: dict[str, Any] = field(default_factory=dict)
     compactions: int = 0
@@ -240,6 +244,9 @@ class Session:
 
     def append_usage(self, usage: Usage) -> None:
         self._write(json_line({"type": "usage", "usage": usage.model_dump(mode="json")}))
+
+    def append_run(self, seconds: float) -> None:
+        self._write(json_line({"type": "run", "seconds": round(seconds, 3)}))
 
     def append_settings(self, settings: dict[str, Any]) -> None:
         """Record a settings change: only :data:`SETTINGS_KEYS` are written."""
@@ -418,6 +425,8 @@ def _replay(state: SessionState, raw: bytes, usage: dict[str, Any]) -> None:
             if key in _USAGE_FIELDS and isinstance(value, (int, float)):
                 usage[key] = usage.get(key, 0) + value
     else:
+        if record.get("type") == "reset":  # a new conversation: its budget counts from here
+            usage.clear()
         _apply(state, record)
 
 
@@ -479,8 +488,13 @@ def _apply(state: SessionState, record: dict[str, Any]) -> None:
     elif kind == "repair":
         _apply_repair(state, record, MESSAGE_ADAPTER.validate_python(record["message"]))
         state.repairs += 1
+    elif kind == "run":
+        seconds = record["seconds"]
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds < 1e9:
+            state.run_seconds += seconds
     elif kind == "reset":
         state.messages.clear()
+        state.run_seconds = 0.0
         state.resets += 1
     else:  # a record type from a newer writer of this format version: keep it, ignore it
         state.unknown.append(record)

@@ -124,7 +124,7 @@ class AgentMagics(Magics):
     ).tag(config=True)
     context_budget = Int(1_000, help="Tokens the notebook's context may take in a prompt.").tag(config=True)
     conversation_budget = Unicode(
-        None, allow_none=True, help="Caps on each conversation's total, e.g. 'tokens=2M,cost=5'."
+        None, allow_none=True, help="Caps on each conversation's total, e.g. 'tokens=2M,cost=5,time=1h'."
     ).tag(config=True)
     session_dir = Unicode(
         None, allow_none=True, help="Folder for conversation files (default: beside the notebook)."
@@ -508,6 +508,8 @@ class AgentMagics(Magics):
         ]
         if caps:
             print(f"budget: {'; '.join(caps)}")
+        if agent.conversation_budget and agent.conversation_budget.seconds is not None:
+            print(f"time: {agent.seconds:.1f} s over the conversation's runs")
         if agent.usage.requests and agent.usage.cost is None:
             print(
                 "cost: no price is known for this conversation's model, so only tokens are shown "

@@ -49,11 +49,6 @@ def test_an_unreadable_budget_says_how_to_write_one(bad: str) -> None:
     assert "tokens=50k" in (info.value.hint or "") + str(info.value)
 
 
-def test_a_conversation_budget_caps_no_time() -> None:
-    with pytest.raises(UserError, match="not time"):
-        Agent(model=ScriptedModel([]), conversation_budget={"seconds": 10})
-
-
 async def test_a_token_cap_stops_the_run_between_turns_with_a_valid_transcript() -> None:
     model = ScriptedModel([*looping(10), "Done."])
     agent = Agent(model=model, tools=[lookup], budget=Budget(tokens=2_500))
@@ -132,3 +127,41 @@ async def test_a_conversation_cap_counts_every_run_and_survives_a_restart(tmp_pa
     assert len(model.requests) == 3  # nothing was sent for the second run
     assert [m.text for m in again.messages if m.role == "user" and m.text][-1] == "First."
     again.close()
+
+
+async def test_a_conversation_time_cap_interrupts_the_run_that_reaches_it(tmp_path: Path) -> None:
+    session = tmp_path / "s.agent.jsonl"
+    model = ScriptedModel([[tool_call("lookup", {"key": "a"})], [pause(30), "Too late."], "Later."])
+    agent = Agent(model=model, tools=[lookup], session=session, conversation_budget="time=0.5s")
+    result = await agent.run("Go.")
+    assert result.status == "exhausted"
+    assert "The conversation ran" in result.reason and "time budget of 0.5 s" in result.reason
+    agent.close()
+    # The time is counted in the session file: reopened, the conversation refuses new runs.
+    again = Agent(model=model, session=session, conversation_budget="time=0.5s")
+    sent = len(model.requests)
+    refused = await again.run("Again.")
+    assert refused.status == "exhausted" and "The conversation ran" in refused.reason
+    assert len(model.requests) == sent
+    # A reset starts a new conversation, whose budget counts from zero.
+    again.reset()
+    assert (await again.run("Fresh start.")).text == "Later."
+    again.close()
+
+
+async def test_a_conversation_time_cap_counts_the_runs_recorded_before(tmp_path: Path) -> None:
+    session = tmp_path / "s.agent.jsonl"
+    first = Agent(model=ScriptedModel(["One."]), session=session)
+    await first.run("First.")
+    first.close()
+    with session.open("a") as f:  # earlier runs took 90 s in all
+        f.write('{"type":"run","seconds":60}\n{"type":"run","seconds":30}\n')
+    model = ScriptedModel(["Two."])
+    roomy = Agent(model=model, session=session, conversation_budget={"seconds": 120})
+    assert (await roomy.run("Second.")).text == "Two."  # 90 s of 120: the run may start
+    roomy.close()
+    tight = Agent(model=model, session=session, conversation_budget={"seconds": 60})
+    result = await tight.run("Third.")
+    tight.close()
+    assert result.status == "exhausted" and "reaching its time budget of 60 s" in result.reason
+    assert len(model.requests) == 1
