@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import assert_never
 
 from .agentlib.agent import Agent
+from .agentlib.attachments import file_block
 from .agentlib.errors import AgentError
 from .widgets.chat import ChatView
-from .widgets.view_state import Action, ModelAction, NewAction, RetryAction, SendAction
+from .widgets.view_state import Action, ModelAction, NewAction, PickedFile, RetryAction, SendAction
 from .widgets.views import AgentView
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ class ChatController(ViewController):
     def handle_chat(self, action: ChatAction) -> None:
         if action["action"] == "send":
             if action["text"].strip():
-                self.submit(action["text"].strip())
+                self.submit(action["text"].strip(), files=action["files"])
         elif action["action"] == "retry":
             if self._last_prompt:
                 self.submit(self._last_prompt)
@@ -170,14 +171,23 @@ class ChatController(ViewController):
         else:
             assert_never(action)
 
-    def submit(self, text: str) -> None:
-        """Send ``text``: starts a run, or joins the one in flight (as ``agent.send``)."""
+    def submit(self, text: str, *, files: Sequence[PickedFile] = ()) -> None:
+        """Send ``text`` with the ``files`` picked in the chat: starts a run, or joins the one in
+        flight (as ``agent.send``; files then wait for the next message, which says so)."""
         self.chat.add_user(text)
         if self.agent.running:
+            if files:
+                names = ", ".join(f["name"] for f in files)
+                self.chat.add_error(
+                    "invalid_attachment",
+                    f"Not attached: {names}. Files go with a new message, not one sent while the "
+                    "agent is working.",
+                    "Attach them again to your next message, once this run ends.",
+                )
             self.agent.send(text)
             return
         self._last_prompt = text
-        self.future = self._loop.submit(self._run(text))
+        self.future = self._loop.submit(self._run(text, files))
 
     def wait(self, timeout: float | None = None) -> RunResult | None:
         """Block until the run in flight ends, and return its result (None if it could not start).
@@ -196,10 +206,13 @@ class ChatController(ViewController):
             self.agent.cancel()
             raise
 
-    async def _run(self, text: str) -> RunResult | None:
+    async def _run(self, text: str, files: Sequence[PickedFile] = ()) -> RunResult | None:
         ticker = asyncio.ensure_future(self._flush_periodically())
         try:
-            attachments = self.mentions(text) if self.mentions is not None else ()
+            attachments = [
+                *(self.mentions(text) if self.mentions is not None else ()),
+                *(file_block(f["name"], f["data"]) for f in files),
+            ]
             return await self.agent.run(text, attachments=attachments)
         except AgentError as exc:  # misconfiguration (no model, no key): shown in the chat
             info = exc.info

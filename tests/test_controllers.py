@@ -127,3 +127,64 @@ def test_mentions_in_a_chat_message_go_with_it() -> None:
         assert '<variable name="sales">' in attached.text and "units" in attached.text  # type: ignore[union-attr]
     finally:
         chat.close()
+
+
+def send_with_files(view: Any, text: str, files: dict[str, bytes]) -> None:
+    """A chat message with files picked in the composer: names in the content, bytes as buffers."""
+    content = {"action": "send", "text": text, "files": [{"name": name} for name in files]}
+    data = {"method": "custom", "content": content}
+    view.comm.handle_msg({"content": {"data": data}, "buffers": [memoryview(b) for b in files.values()]})
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360f8cf"
+    "c0f01f0005000201e0e5e1e80000000049454e44ae426082"
+)
+
+
+def test_files_picked_in_the_chat_go_with_the_message() -> None:
+    from ipyagent.agentlib.messages import ImageBlock, TextBlock
+
+    model = ScriptedModel(["A chart and a note."])
+    chat = ChatWidget(Agent(model=model), interval=0)
+    try:
+        send_with_files(chat, "What are these?", {"chart.png": PNG, 'notes".md': b"Revenue fell."})
+        chat.wait(30)
+        [message] = model.requests[0].messages
+        _typed, image, notes = message.content
+        assert message.text == "What are these?"
+        assert isinstance(image, ImageBlock) and image.media_type == "image/png"
+        assert isinstance(notes, TextBlock) and notes.attached == 'notes".md'
+        assert notes.text == '<file name="notes&quot;.md">\nRevenue fell.\n</file>'
+        shown = [b["label"] for b in chat.state["blocks"] if b["kind"] == "attachment"]
+        assert shown == ["an image", 'notes".md']
+    finally:
+        chat.close()
+
+
+def test_a_file_that_cannot_be_attached_is_reported_in_the_chat_and_nothing_is_sent() -> None:
+    model = ScriptedModel(["Never."])
+    chat = ChatWidget(Agent(model=model), interval=0)
+    try:
+        send_with_files(chat, "Read this.", {"data.bin": b"\x00\x01binary"})
+        chat.wait(30)
+        assert not model.requests
+        [error] = [b for b in chat.state["blocks"] if b["kind"] == "error"]
+        assert "data.bin is not a text file" in error["message"]
+        # A file list that does not match the buffers is not an action at all.
+        actions: list[Action] = []
+        chat.on_action(actions.append)
+        chat.comm.handle_msg(
+            {
+                "content": {
+                    "data": {
+                        "method": "custom",
+                        "content": {"action": "send", "text": "x", "files": [{"name": "a.txt"}]},
+                    }
+                },
+                "buffers": [],
+            }
+        )
+        assert actions == []
+    finally:
+        chat.close()

@@ -10,6 +10,7 @@ here as text blocks the kernel wrote (a variable's summary, never its values in 
 from __future__ import annotations
 
 import base64
+import html
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ __all__ = [
     "Attachment",
     "attachment_blocks",
     "attachment_label",
+    "file_block",
 ]
 
 #: A path to a file, or a block as the model will see it.
@@ -77,11 +79,18 @@ def _file_block(path: Path) -> TextBlock | ImageBlock:
             hint="Check the path (relative paths start at the kernel's working directory).",
             code="invalid_attachment",
         ) from exc
-    media_type = _IMAGE_TYPES.get(path.suffix.lower())
+    return file_block(path.name, data)
+
+
+def file_block(name: str, data: bytes) -> TextBlock | ImageBlock:
+    """The block for a file's bytes (read from disk, or picked in the chat): an image by its
+    name's suffix, else text; a :class:`UserError` when it is too big or not text."""
+    name = Path(name).name or "file"
+    media_type = _IMAGE_TYPES.get(Path(name).suffix.lower())
     if media_type is not None:
         if len(data) > MAX_IMAGE_BYTES:
             raise UserError(
-                f"{path.name} is {len(data):,} bytes; images up to {MAX_IMAGE_BYTES:,} bytes "
+                f"{name} is {len(data):,} bytes; images up to {MAX_IMAGE_BYTES:,} bytes "
                 "can be attached.",
                 hint="Save a smaller version (lower resolution or JPEG) and attach that.",
                 code="invalid_attachment",
@@ -89,11 +98,12 @@ def _file_block(path: Path) -> TextBlock | ImageBlock:
         return ImageBlock(media_type=media_type, data=base64.b64encode(data).decode("ascii"))
     if b"\x00" in data[:8192]:
         raise UserError(
-            f"{path.name} is not a text file or a PNG, JPEG, GIF or WebP image.",
+            f"{name} is not a text file or a PNG, JPEG, GIF or WebP image.",
             hint="Attach text files or images; load other data in the notebook and mention the variable.",
             code="invalid_attachment",
         )
     text = data.decode("utf-8", errors="replace")
     if len(text) > MAX_TEXT_CHARS:
         text = f"{text[:MAX_TEXT_CHARS]}\n… [cut: {MAX_TEXT_CHARS:,} of {len(text):,} characters attached]"
-    return TextBlock(text=f'<file name="{path.name}">\n{text}\n</file>', attached=path.name)
+    # The name may come from a browser: escaped, it cannot close the tag or fake another one.
+    return TextBlock(text=f'<file name="{html.escape(name)}">\n{text}\n</file>', attached=name)

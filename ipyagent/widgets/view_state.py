@@ -15,6 +15,7 @@ What comes from the front end is untrusted: :func:`parse_action` turns a comm me
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
 
 from typing_extensions import TypedDict
@@ -313,11 +314,19 @@ class RetryAction(TypedDict):
     action: Literal["retry"]
 
 
+class PickedFile(TypedDict):
+    """A file the user attached to a chat message: its name and its bytes (a comm buffer)."""
+
+    name: str
+    data: bytes
+
+
 class SendAction(TypedDict):
-    """Chat only: the text typed in the input box."""
+    """Chat only: the text typed in the input box, and the files attached to it."""
 
     action: Literal["send"]
     text: str
+    files: list[PickedFile]
 
 
 class NewAction(TypedDict):
@@ -347,9 +356,10 @@ Action: TypeAlias = (
 )
 
 
-def parse_action(content: object) -> Action | None:
+def parse_action(content: object, buffers: Sequence[object] = ()) -> Action | None:
     """A message from the front end as an :data:`Action`; None when it is not one we know (an
-    unknown action, a permission with no valid decision, ...)."""
+    unknown action, a permission with no valid decision, a file list that does not match the
+    message's buffers, ...)."""
     if not isinstance(content, dict):
         return None
     action = content.get("action")
@@ -380,12 +390,28 @@ def parse_action(content: object) -> Action | None:
     if action == "retry":
         return {"action": "retry"}
     if action == "send":
-        return {"action": "send", "text": str(content.get("text", ""))}
+        files = _picked_files(content.get("files", []), buffers)
+        if files is None:
+            return None
+        return {"action": "send", "text": str(content.get("text", "")), "files": files}
     if action == "new":
         return {"action": "new"}
     if action == "model":
         return {"action": "model", "model": str(content.get("model") or "")}
     return None
+
+
+def _picked_files(names: object, buffers: Sequence[object]) -> list[PickedFile] | None:
+    """``[{"name": ...}, ...]`` paired with the message's buffers, one each, in order."""
+    if not isinstance(names, list) or len(names) != len(buffers):
+        return None
+    files: list[PickedFile] = []
+    for entry, buffer in zip(names, buffers, strict=True):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not isinstance(buffer, bytes | bytearray | memoryview):
+            return None
+        files.append({"name": name, "data": bytes(buffer)})
+    return files
 
 
 def _decision(value: object) -> Decision | None:

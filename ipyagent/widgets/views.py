@@ -117,8 +117,8 @@ class AgentView(anywidget.AnyWidget):
         else:
             self._action_handlers.append(handler)
 
-    def _on_frontend_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        action = parse_action(content)
+    def _on_frontend_message(self, _widget: Any, content: Any, buffers: Any) -> None:
+        action = parse_action(content, buffers or ())
         if action is None:
             return
         if action["action"] == "hello":

@@ -1,6 +1,8 @@
 // The chat widget: the shared view shell (a scrolling transcript) plus an input bar — a text box
-// (Enter sends, Shift+Enter makes a new line), Send, Stop, a model picker and "New conversation".
+// (Enter sends, Shift+Enter makes a new line), Attach, Send, Stop, a model picker and "New
+// conversation".
 
+import { AttachmentTray } from "./attach.js";
 import { AgentView } from "./common.js";
 import { h, setText } from "./dom.js";
 
@@ -37,17 +39,20 @@ function buildComposer(view, model) {
   const stop = button("stop", "Stop", "ipyagent-stop");
   const fresh = button("new", "New conversation", "ipyagent-secondary");
   const picker = modelPicker((name) => view.act({ action: "model", model: name }));
+  const tray = new AttachmentTray(() => update(state));
   // JupyterLab ignores its keyboard shortcuts inside this attribute, so typing "a" or pressing
   // Shift+Enter here edits the message instead of inserting or running cells.
   const el = h(
     "div",
     { class: "ipyagent-composer", "data-lm-suppress-shortcuts": "true" },
+    tray.el,
     input,
     h(
       "div",
       { class: "ipyagent-composer-bar" },
       picker.el,
       fresh,
+      tray.button,
       h("span", { class: "ipyagent-spacer" }),
       stop,
       send,
@@ -55,13 +60,23 @@ function buildComposer(view, model) {
   );
   let state = view.store.state;
 
+  tray.listen(el);
+  let reading = false;
+
   // Sending while a run is in flight is allowed: the kernel joins the message to that run.
-  const submit = () => {
+  const submit = async () => {
     const text = input.value;
-    if (!text.trim() || view.pending("send")) return;
-    view.act({ action: "send", text }, "send");
-    input.value = "";
+    if (!text.trim() || view.pending("send") || reading) return;
+    reading = true; // the files' bytes are read before the message goes
     update(state);
+    try {
+      const files = await tray.take();
+      view.act({ action: "send", text, files: files.meta }, "send", null, files.buffers);
+      input.value = "";
+    } finally {
+      reading = false;
+      update(state);
+    }
   };
   input.addEventListener("keydown", (e) => {
     if (e.key !== "Enter" || e.isComposing) return;
@@ -79,7 +94,7 @@ function buildComposer(view, model) {
     stop.hidden = state.status !== "running";
     stop.disabled = view.pending("stop");
     setText(stop, view.pending("stop") ? "Stopping…" : "Stop");
-    send.disabled = view.pending("send") || !input.value.trim();
+    send.disabled = view.pending("send") || reading || !input.value.trim();
     picker.setCurrent(state.model);
   }
 

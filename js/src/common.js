@@ -106,8 +106,8 @@ export class AgentView {
 
   /** Send an action. With a `key`, its buttons stay disabled until the kernel changes the block
    * (or, for keys without a block, the run's status or the list of blocks) or the timeout passes. */
-  act(message, key = null, blockId = null) {
-    this.send(message);
+  act(message, key = null, blockId = null, buffers = undefined) {
+    this.send(message, buffers);
     if (!key) return;
     this.clearPending(key);
     const timer = setTimeout(() => this.clearPending(key), PENDING_TIMEOUT_MS);
@@ -133,9 +133,9 @@ export class AgentView {
     this.schedule();
   }
 
-  send(message) {
+  send(message, buffers = undefined) {
     try {
-      this.model.send(message);
+      this.model.send(message, undefined, buffers);
     } catch (err) {
       // No live comm (a reloaded notebook without its kernel): the view still shows the state.
       console.debug("[ipyagent] could not send", message, err);

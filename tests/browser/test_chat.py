@@ -84,3 +84,35 @@ def test_a_resumed_chat_shows_its_latest_history_through_the_widget_manager(page
     shown = chat.locator(".ipyagent-block").count()
     assert 0 < shown < 3002, "the history is drawn in pages, not all at once"
     screenshot(page, "chat", "3-resumed")
+
+
+def test_files_attached_in_the_chat_reach_the_model(page: Any, lab: Lab, tmp_path: Any) -> None:
+    setup = "from ipyagent.testing import ScriptedModel\nm = ScriptedModel(['A note and a chart.'])"
+    name = write_notebook(lab, "attach.ipynb", ["%load_ext ipyagent", setup, "%agent chat -m m"])
+    open_notebook(page, lab, name)
+    run_all(page)
+    wait_cell_done(page, 2, timeout=60_000)
+    page.wait_for_selector(".ipyagent-chat[data-live=true]", timeout=30_000)
+    chat = page.locator(".ipyagent-chat")
+    notes = tmp_path / "notes.md"
+    notes.write_text("Revenue fell in May.")
+    chart = tmp_path / "chart.png"
+    chart.write_bytes(bytes.fromhex(PNG))
+    chat.locator("input[data-role=files]").set_input_files([str(notes), str(chart)])
+    chips = chat.locator("[data-role=attachment]")
+    assert chips.count() == 2 and "notes.md" in chips.first.inner_text()
+    chat.locator("textarea[data-role=input]").fill("What are these?")
+    chat.locator("button[data-action=send]").click()
+    page.wait_for_function(
+        "() => document.querySelector('.ipyagent-chat').dataset.status === 'completed'", timeout=30_000
+    )
+    assert chips.count() == 0  # sent with the message
+    labels = chat.locator(".ipyagent-block[data-kind=attachment]").all_inner_texts()
+    assert any("notes.md" in label for label in labels) and any("image" in label for label in labels)
+    screenshot(page, "chat", "3-attachments")
+
+
+PNG = (
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360f8cf"
+    "c0f01f0005000201e0e5e1e80000000049454e44ae426082"
+)

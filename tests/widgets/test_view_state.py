@@ -30,7 +30,7 @@ def tags(union: Any, key: str) -> set[str]:
         ),
         ({"action": "answer", "id": 3, "answer": 42}, {"action": "answer", "id": "3", "answer": "42"}),
         ({"action": "answer", "id": "q", "answer": None}, {"action": "answer", "id": "q", "answer": None}),
-        ({"action": "send", "text": "hi"}, {"action": "send", "text": "hi"}),
+        ({"action": "send", "text": "hi"}, {"action": "send", "text": "hi", "files": []}),
         ({"action": "model", "model": "openai/gpt-4.1"}, {"action": "model", "model": "openai/gpt-4.1"}),
         ({"action": "permission", "id": "c1", "decision": "maybe"}, None),
         ({"action": "permission", "id": "c1", "decision": ["allow"]}, None),
