@@ -90,8 +90,7 @@ def file_block(name: str, data: bytes) -> TextBlock | ImageBlock:
     if media_type is not None:
         if len(data) > MAX_IMAGE_BYTES:
             raise UserError(
-                f"{name} is {len(data):,} bytes; images up to {MAX_IMAGE_BYTES:,} bytes "
-                "can be attached.",
+                f"{name} is {len(data):,} bytes; images up to {MAX_IMAGE_BYTES:,} bytes can be attached.",
                 hint="Save a smaller version (lower resolution or JPEG) and attach that.",
                 code="invalid_attachment",
             )

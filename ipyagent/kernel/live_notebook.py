@@ -39,10 +39,12 @@ from .live_protocol import (
     PROTOCOL,
     TARGET,
     Announce,
+    CellOutputsParams,
     EditOp,
     EditParams,
     Hello,
     Method,
+    Notice,
     Provenance,
     ReadNotebookParams,
     Request,
@@ -199,6 +201,21 @@ class LiveNotebook:
         compatible = [p for p in self._pages if p.mismatch is None]
         responsive = [p for p in compatible if p.responsive] or compatible
         return max(responsive, key=lambda p: p.seen, default=None)
+
+    # -- notices ---------------------------------------------------------------------------
+    def notify_cell_outputs(self, params: CellOutputsParams) -> bool:
+        """Tell the page seen last about a cell the agent runs, without waiting (the caller is
+        the main thread running that cell); False when no page can be told."""
+        with self._lock:
+            page = self._choose()
+        if page is None:
+            return False
+        try:
+            page.comm.send(dict(Notice(kind="notice", method="cell_outputs", params=dict(params))))
+        except Exception:  # the comm closed under us: the cell still runs, the agent still reads it
+            log.debug("ipyagent: could not send a cell's outputs to the page", exc_info=True)
+            return False
+        return True
 
     # -- requests --------------------------------------------------------------------------
     def request(

@@ -20,6 +20,7 @@ __all__ = [
     "PROTOCOL",
     "TARGET",
     "Announce",
+    "CellOutputsParams",
     "DeleteOp",
     "EditOp",
     "EditParams",
@@ -30,6 +31,7 @@ __all__ = [
     "Method",
     "Mismatch",
     "MoveOp",
+    "Notice",
     "PageMessage",
     "Provenance",
     "ReadNotebookParams",
@@ -51,7 +53,9 @@ __all__ = [
 #: 3: ``edit`` and ``undo_edit`` (:class:`EditParams`, :class:`UndoEditParams`) change the open
 #: document; the kernel relies on them, so a page of protocol 2 is told to reload.
 #: 4: ``undo_run`` (:class:`UndoRunParams`) undoes a run's changes (``%agent undo``).
-PROTOCOL: Final = 4
+#: 5: :class:`Notice` ``cell_outputs`` (:class:`CellOutputsParams`): a cell the agent runs shows
+#: its outputs, running state and execution count; a page of protocol 4 would drop them.
+PROTOCOL: Final = 5
 #: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
 TARGET: Final = "ipyagent.notebook"
 #: The comm target of the page: the kernel opens a comm to it to say that ipyagent is loaded,
@@ -116,7 +120,30 @@ class Request(TypedDict):
     params: dict[str, Any]
 
 
-KernelMessage = Announce | Welcome | Mismatch | Request
+class Notice(TypedDict):
+    """A message the page acts on and does not answer: the kernel sends it from code that cannot
+    wait (a cell running on the main thread)."""
+
+    kind: Literal["notice"]
+    method: Literal["cell_outputs"]
+    params: dict[str, Any]
+
+
+class CellOutputsParams(TypedDict):
+    """A cell the agent runs (``run_cell``): its outputs so far, in order."""
+
+    cell_id: str
+    #: Clear the cell's outputs and execution count first (the run's first notice).
+    reset: bool
+    #: Outputs to append, in nbformat's shape (consecutive streams merge, as in a cell the user runs).
+    outputs: list[dict[str, Any]]
+    #: True while it runs (the prompt shows ``[*]``); the last notice says False.
+    running: bool
+    #: Its execution count, on the last notice.
+    execution_count: int | None
+
+
+KernelMessage = Announce | Welcome | Mismatch | Request | Notice
 
 
 class ReadNotebookParams(TypedDict, total=False):

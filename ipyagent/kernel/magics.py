@@ -180,7 +180,8 @@ class AgentMagics(Magics):
         agent = self._agent(args.session, new=args.new)
         cell_id = running_cell_id(self.shell)
         self._configure(agent, args, cell_id=cell_id)
-        with pump_comm_messages(self.shell) as poll:
+        inside = self.state.cells.inside_cell(f"%%agent {line}\n{cell}")
+        with pump_comm_messages(self.shell) as poll, inside:
             context = self._context(agent, args.context, cell_id=cell_id)
             renderer = self._renderer(agent, args.quiet, poll)
             result, interrupted = run_blocking(
@@ -239,6 +240,7 @@ class AgentMagics(Magics):
             live=self.state.live,
             cell_id=cell_id,
             session=agent.session.path.name if agent.session is not None else None,
+            cells=self.state.cells,
         ):
             agent.add_tool(t)
         if self._someone_may_answer(args):

@@ -84,6 +84,9 @@ class DisplayRenderer:
     def tick(self) -> None:
         pass
 
+    def flush(self) -> None:
+        pass
+
     def finish(self, result: RunResult | None) -> None:
         self._show_complete()
 
@@ -172,6 +175,9 @@ class TerminalRenderer:
     def tick(self) -> None:
         pass
 
+    def flush(self) -> None:
+        pass
+
     def finish(self, result: RunResult | None) -> None:
         if result is not None and result.status == "exhausted":
             print(f"⚠ {result.reason}")
@@ -184,6 +190,9 @@ class QuietRenderer:
         pass
 
     def tick(self) -> None:
+        pass
+
+    def flush(self) -> None:
         pass
 
     def finish(self, result: RunResult | None) -> None:

@@ -42,6 +42,7 @@ CANCEL_GRACE = 5.0
 class Renderer(Protocol):
     def handle(self, event: AgentEvent) -> None: ...
     def tick(self) -> None: ...
+    def flush(self) -> None: ...
     def finish(self, result: RunResult | None) -> None: ...
 
 
@@ -181,6 +182,9 @@ def run_blocking(
                     if item is _DONE:
                         break
                     if item is _WAKE:
+                        # A job may hold the main thread a while (a cell the agent runs): the
+                        # page first gets all it was due, the run's Stop button included.
+                        renderer.flush()
                         main.run_pending()
                     else:
                         renderer.handle(item)

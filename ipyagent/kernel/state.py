@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.hooks import Hooks
     from ..agentlib.model import Provider
     from ..agentlib.usage import Usage
+    from .tools._cell_runs import CellRunner
 
 __all__ = ["KernelState", "RunSpent", "kernel_hooks"]
 
@@ -59,9 +60,19 @@ class KernelState:
     runs: list[RunSpent] = field(default_factory=list)
     #: The comms with the pages showing this kernel's notebook (opened by ``%load_ext``).
     live: LiveNotebook = field(init=False)
+    _cells: CellRunner | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.live = LiveNotebook(self.shell)
+
+    @property
+    def cells(self) -> CellRunner:
+        """Runs the notebook's cells for the agent (``run_cell``); made at the first run."""
+        if self._cells is None:
+            from .tools._cell_runs import CellRunner
+
+            self._cells = CellRunner(self.shell, self.main)
+        return self._cells
 
     @property
     def loop(self) -> BackgroundLoop:

@@ -80,6 +80,9 @@ class WidgetRenderer:
     def tick(self) -> None:
         self.view.tick()
 
+    def flush(self) -> None:
+        self.view.flush()
+
     def finish(self, result: RunResult | None) -> None:
         self.controller.close()
         self.view.publish()

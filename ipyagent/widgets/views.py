@@ -75,6 +75,11 @@ class AgentView(anywidget.AnyWidget):
         with self.lock:
             self.throttle.tick()
 
+    def flush(self) -> None:
+        """Send what is pending now, whatever the interval (before the main thread goes busy)."""
+        with self.lock:
+            self.throttle.flush()
+
     def publish(self) -> None:
         """Send what is pending and write the complete state to the trait (what a reloaded page
         and nbclient's saved widget state get).

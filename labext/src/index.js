@@ -12,6 +12,7 @@ import { Notification } from "@jupyterlab/apputils";
 import { INotebookTracker } from "@jupyterlab/notebook";
 import pkg from "../package.json";
 import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
+import { applyCellOutputs, findCell } from "./cell_outputs.js";
 import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
 import { REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, reviewElement, runBarElement } from "./review.js";
 import { RunLog, runOf, undoRunMessage } from "./runs.js";
@@ -247,6 +248,9 @@ class Link {
       case "request":
         this.answer(comm, data);
         break;
+      case "notice":
+        this.notice(data);
+        break;
       default:
         console.warn(`ipyagent: unknown message from the kernel: ${JSON.stringify(data.kind)}`);
     }
@@ -278,6 +282,19 @@ class Link {
       reply = { kind: "response", id: request.id, ok: false, error: String((err && err.message) || err) };
     }
     if (!comm.isDisposed) comm.send(reply);
+  }
+
+  /** A notice is acted on and not answered: the kernel sends it from a cell it is running. */
+  notice({ method, params }) {
+    try {
+      if (method !== "cell_outputs") throw new Error(`unknown notice ${JSON.stringify(method)}`);
+      const view = this.current;
+      if (!view || !view.content.model) throw new Error("the notebook is no longer open in this page");
+      const p = params || {};
+      applyCellOutputs(findCell(view.content.model.cells, p.cell_id), p);
+    } catch (err) {
+      console.warn("ipyagent: could not show a cell's outputs:", (err && err.message) || err);
+    }
   }
 
   handle({ method, params }) {

@@ -4,8 +4,9 @@
 /** The protocol this page speaks; the kernel must speak the same number (a test checks both).
  * 2: `read_notebook` reads a range of cells and says where the notable ones are.
  * 3: `edit` and `undo_edit` change the open document (the kernel relies on them).
- * 4: `undo_run` undoes a run's changes (`%agent undo`). */
-export const PROTOCOL = 4;
+ * 4: `undo_run` undoes a run's changes (`%agent undo`).
+ * 5: the `cell_outputs` notice shows a cell the agent runs: outputs, `[*]`, execution count. */
+export const PROTOCOL = 5;
 /** The comm target the kernel registers at `%load_ext ipyagent`; the page opens comms to it. */
 export const TARGET = "ipyagent.notebook";
 /** The comm target the page registers: the kernel opens a comm to it to say "ipyagent is loaded". */

@@ -10,77 +10,21 @@ import json
 from typing import Any
 
 import nbformat
-from conftest import Lab, open_notebook, run_cell, screenshot
-
-
-def write_cells(lab: Lab, name: str, cells: list[tuple[str, str]]) -> str:
-    """A notebook of code cells with the ids given: the agent's script names them."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(source, id=cell_id) for cell_id, source in cells]
-    nbformat.write(nb, str(lab.root / name))
-    return name
-
-
-def document(page: Any) -> list[dict[str, Any]]:
-    """The open document's cells: id, source and ipyagent's metadata."""
-    cells: list[dict[str, Any]] = page.evaluate(
-        """() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => ({
-            id: c.id, source: c.getSource(), ipyagent: c.getMetadata('ipyagent') ?? null,
-        }))"""
-    )
-    return cells
-
-
-def sources(page: Any) -> list[tuple[str, str]]:
-    return [(c["id"], c["source"]) for c in document(page)]
-
-
-def index_of(page: Any, cell_id: str) -> int:
-    return [c["id"] for c in document(page)].index(cell_id)
-
-
-def run_by_id(page: Any, cell_id: str) -> None:
-    """Run the cell and wait for it by id: the agent's edits move it."""
-    run_cell(page, index_of(page, cell_id))
-    wait_done(page, cell_id)
-
-
-def wait_done(page: Any, cell_id: str) -> None:
-    page.wait_for_function(
-        f"""() => {{
-            const view = window.jupyterapp.shell.currentWidget.content;
-            const widget = view.widgets.find(w => w.model.id === {json.dumps(cell_id)});
-            return widget.model.executionState === 'idle' && widget.model.executionCount !== null;
-        }}""",
-        timeout=90_000,
-    )
-
-
-def output_of(page: Any, cell_id: str) -> str:
-    text: str = page.evaluate(
-        f"""() => {{
-            const view = window.jupyterapp.shell.currentWidget.content;
-            const widget = view.widgets.find(w => w.model.id === {json.dumps(cell_id)});
-            return widget.model.outputs.toJSON()
-                .map(o => o.text ? [].concat(o.text).join('') : JSON.stringify(o)).join('');
-        }}"""
-    )
-    return text
-
-
-def undo_in_lab(page: Any) -> None:
-    """What Z in command mode (Edit > Undo) runs on the notebook."""
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:undo-cell-action')")
-
-
-def type_into(page: Any, cell_id: str, text: str) -> None:
-    """The user clicks into the cell, goes to the end of its text and types (and does not save)."""
-    editor = page.locator(".jp-Notebook .jp-Cell").nth(index_of(page, cell_id)).locator(".cm-content")
-    editor.click()
-    page.keyboard.press("Control+End")
-    page.keyboard.type(text)
-
+from conftest import (
+    Lab,
+    document,
+    index_of,
+    open_notebook,
+    output_of,
+    run_by_id,
+    run_cell,
+    screenshot,
+    sources,
+    type_into,
+    undo_in_lab,
+    wait_done,
+    write_cells,
+)
 
 # One turn of the agent: an edit, an insert, a move and a delete, each its own tool call.
 EDITING_AGENT = """

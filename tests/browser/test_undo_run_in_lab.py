@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Lab, open_notebook, screenshot
-from test_live_edits_in_lab import (
-    EDITING_AGENT,
+from conftest import (
+    Lab,
     document,
+    open_notebook,
     output_of,
     run_by_id,
+    screenshot,
     sources,
     type_into,
     write_cells,
 )
+from test_live_edits_in_lab import EDITING_AGENT
 
 # One run of the agent: an edit, an insert, a move and a delete, each its own tool call.
 AGENT = EDITING_AGENT

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..history import History
     from ..live_notebook import LiveNotebook
     from ..runner import MainThread
+    from ._cell_runs import CellRunner
 
 GROUPS = ("python", "notebook", "files")
 
@@ -35,11 +36,13 @@ def kernel_tools(
     live: LiveNotebook | None = None,
     cell_id: str | None = None,
     session: str | None = None,
+    cells: CellRunner | None = None,
 ) -> list[Tool]:
     """The tools of ``groups``. ``protected`` maps files no tool may write (the conversation's
     session file, the cassette, a headless run's notebook) to what they are; ``live`` is the
     channel to the pages showing the notebook, ``cell_id`` the cell the run is in, ``session``
-    the name of the conversation's session file (the cells the run changes say so)."""
+    the name of the conversation's session file (the cells the run changes say so), ``cells``
+    what runs the notebook's cells (``run_cell``, offered with the notebook tools)."""
     own = _namespace_tools([g for g in groups if g not in GROUPS], namespace or {})
     tools: list[Tool] = []
     if "python" in groups:
@@ -51,7 +54,14 @@ def kernel_tools(
         from .notebook import notebook_tools
 
         tools += notebook_tools(
-            shell, main, notebook, headless=runs_headless(), live=live, cell_id=cell_id, session=session
+            shell,
+            main,
+            notebook,
+            headless=runs_headless(),
+            live=live,
+            cell_id=cell_id,
+            session=session,
+            cells=cells,
         )
     if "files" in groups:
         from .files import file_tools

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...agentlib.atomic import atomic_write
-from ...agentlib.tools import RunContext, Tool, tool
+from ...agentlib.tools import RunContext, Tool, ToolOutput, tool
 from ..live_protocol import DeleteOp, InsertOp, MoveOp, Provenance, ReplaceOp
 from ..runner import MainThread
 from ._live_cells import changed_by
@@ -53,6 +53,7 @@ from .files import WorkspaceError, resolve_inside
 
 if TYPE_CHECKING:
     from ..live_notebook import LiveNotebook
+    from ._cell_runs import CellRunner
 
 __all__ = ["notebook_tools"]
 
@@ -174,11 +175,13 @@ def notebook_tools(
     live: LiveNotebook | None = None,
     cell_id: str | None = None,
     session: str | None = None,
+    cells: CellRunner | None = None,
 ) -> list[Tool]:
     """The notebook tools of one run. ``live``: the channel to the pages showing this kernel's
     notebook (the tools read and edit the open document through it when a page is connected);
     ``cell_id``: the cell the run is in, if any; ``session``: the conversation's session file
-    name, stamped with the run and the call on every cell the run changes in the open document."""
+    name, stamped with the run and the call on every cell the run changes in the open document;
+    ``cells``: what runs a cell for ``run_cell`` (not offered without it)."""
     proposals: list[str] = []
     #: Ids of the cells this run inserted into the live notebook, in order.
     inserted: list[str] = []
@@ -450,10 +453,88 @@ def notebook_tools(
         where = f"after cell {after}" if after is not None else "at the top"
         return f"Moved cell {cell_id} to index {moved.index} ({where}) of {LIVE}."
 
-    return [
+    async def run_cell(cell_id: str, timeout: float = 120) -> ToolOutput:
+        """Run a code cell of this notebook as the user would, and read its outputs (text, the
+        result, an error with its traceback, figures). In the open notebook the outputs land in
+        that cell with its execution count, and the user sees them as it runs.
+
+        Args:
+            cell_id: The cell's id (read_cells shows it).
+            timeout: Seconds after which the cell is interrupted; you then get what it printed
+                until then.
+        """
+        assert cells is not None
+        if cell_id == own_cell:
+            raise WorkspaceError(f"Cell {cell_id} is the cell this run is in: it cannot run itself.")
+        is_live, note = live_here(None)
+        source, where = None, ""
+        if is_live:
+            assert live is not None
+            source, note = await asyncio.to_thread(live_source, live, cell_id)
+            is_live = source is not None
+        if source is None:
+            file = target(None)
+            nb = _load(file)
+            cell = nb.cells[_find(nb, cell_id)]
+            if cell.get("cell_type") != "code":
+                raise WorkspaceError(
+                    f"Cell {cell_id} is a {cell.get('cell_type')} cell: only code cells run."
+                )
+            source = str(cell.get("source", ""))
+            where = (
+                f"(this run is headless: cell {cell_id} ran from {file.name} as saved; the file is not "
+                "changed)"
+                if headless
+                else noted(
+                    note,
+                    f"(cell {cell_id} ran from the saved file {file.name}; its outputs "
+                    "are shown here, not in the cell: no page shows the notebook live)",
+                )
+            )
+        if _runs_an_agent(source):
+            raise WorkspaceError(
+                f"Cell {cell_id} runs an agent (%%agent or %agent): an agent run cannot start "
+                "another from inside it. Ask the user to run that cell."
+            )
+        send = live.notify_cell_outputs if is_live and live is not None else None
+        timeout = max(1.0, min(float(timeout), 3600.0))
+        output = await cells.run(cell_id, source, send=send, timeout=timeout)
+        head = f"Ran cell {cell_id} in {LIVE}: its outputs are in the cell." if is_live else where
+        return ToolOutput(
+            text=f"{head}\n{output.text}",
+            is_error=output.is_error,
+            display=output.display,
+            images=output.images,
+        )
+
+    def live_source(live: LiveNotebook, cell_id: str) -> tuple[str | None, str]:
+        """The cell's source in the open document; ``(None, note)`` to fall back on the file."""
+        from ..live_document import LiveNotebookError
+
+        try:
+            doc = live.read(max_output_chars=0)
+        except LiveNotebookError as exc:
+            return None, f"(saved file, not the live notebook: {exc})"
+        cell = doc.cell(cell_id)
+        if cell is None:
+            ids = ", ".join(c.id for c in doc.cells[:30])
+            raise WorkspaceError(f"No cell with id {cell_id!r}. Cell ids: {ids}. Call read_cells again.")
+        if cell.cell_type != "code":
+            raise WorkspaceError(f"Cell {cell_id} is a {cell.cell_type} cell: only code cells run.")
+        return cell.source, ""
+
+    own_cell = cell_id
+    tools = [
         tool(read_cells, read_only=True),
         tool(insert_cell),
         tool(edit_cell),
         tool(delete_cell),
         tool(move_cell),
     ]
+    if cells is not None:
+        tools.append(tool(run_cell))
+    return tools
+
+
+def _runs_an_agent(source: str) -> bool:
+    return any(line.lstrip().startswith(("%%agent", "%agent")) for line in source.splitlines())

@@ -17,13 +17,16 @@ import threading
 import traceback
 import types
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...agentlib.messages import ImageBlock
 from ...agentlib.tools import Tool, ToolOutput, tool
 from ..history import History
 from ..runner import MainThread
 from .figures import describe_figure, figure_image
+
+if TYPE_CHECKING:
+    from ._cell_outputs import CellOutputs
 
 __all__ = ["History", "execute", "format_history", "python_tools"]
 
@@ -38,15 +41,32 @@ def cap(text: str, limit: int = SECTION_CAP) -> str:
     return f"{text[:limit]}\n… (output truncated: {limit:,} of {len(text):,} characters shown)"
 
 
-def execute(shell: Any, code: str) -> ToolOutput:
-    """Run ``code`` in ``shell.user_ns`` like a cell: the last expression's value is the result."""
+def execute(
+    shell: Any,
+    code: str,
+    *,
+    sink: CellOutputs | None = None,
+    filename: str | None = None,
+    execution_count: int | None = None,
+    caller_interrupted: Callable[[], bool] = lambda: False,
+) -> ToolOutput:
+    """Run ``code`` in ``shell.user_ns`` like a cell: the last expression's value is the result.
+
+    With a ``sink`` (``run_cell``), every output also goes to it as it comes, the result with
+    ``execution_count``; the caller then owns the user's history (``In``/``Out``). An interrupt
+    while ``caller_interrupted()`` says so is the caller's own (a timeout, a stopped run): the
+    code's error, reported as such, not the user's Ctrl-C."""
     from IPython.utils.capture import capture_output
 
-    filename = f"<agent-{next(_counter)}>"
+    from ._cell_outputs import forwarding_capture
+
+    filename = filename or f"<agent-{next(_counter)}>"
     try:
         source = shell.transform_cell(code)  # %magics and !shell lines become Python
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
+        if sink is not None:
+            sink.error("SyntaxError", str(exc), [f"SyntaxError: {exc}"])
         return ToolOutput(text=f"[error]\nSyntaxError: {exc}", is_error=True)
     # Register the source so tracebacks can quote the agent's lines.
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
@@ -54,17 +74,23 @@ def execute(shell: Any, code: str) -> ToolOutput:
     figures_before = _figure_numbers()
     value: Any = None
     error: str | None = None
-    with _sigint_watch() as interrupted, capture_output(stdout=True, stderr=True, display=True) as captured:
+    failure: BaseException | None = None
+    capturing = (
+        forwarding_capture(shell, sink)
+        if sink is not None
+        else capture_output(stdout=True, stderr=True, display=True)
+    )
+    with _sigint_watch() as interrupted, capturing as captured:
         try:
             exec(compile(tree, filename, "exec"), shell.user_ns)
             if last is not None:
                 value = eval(compile(ast.Expression(last.value), filename, "eval"), shell.user_ns)
         except (Exception, SystemExit) as exc:  # sys.exit() in a script's main() must not end the run
-            error = _format_error(exc, filename)
+            error, failure = _format_error(exc, filename), exc
         except KeyboardInterrupt as exc:
-            if interrupted():  # the user's Ctrl-C / ■: the run stops
+            if interrupted() and not caller_interrupted():  # the user's Ctrl-C / ■: the run stops
                 raise
-            error = _format_error(exc, filename)  # the code raised it: an error like any other
+            error, failure = _format_error(exc, filename), exc  # the code raised it: an error like any other
     sections: list[str] = []
     display: list[dict[str, Any]] = []
     images: list[ImageBlock] = []
@@ -81,15 +107,24 @@ def execute(shell: Any, code: str) -> ToolOutput:
     for bundle, description, image in _new_figures(shell, figures_before):
         sections.append(f"[displayed]\n(shown to the user: {description})")
         display.append(bundle)
+        if sink is not None:
+            sink.display(bundle, {})
         if image is not None:
             images.append(image)
     if value is not None:
-        data, _metadata = shell.display_formatter.format(value)
+        data, metadata = shell.display_formatter.format(value)
         sections.append(f"[result]\n{cap(data.get('text/plain', repr(value)))}")
-        if set(data) - {"text/plain"}:
+        if sink is not None:
+            sink.result(data, metadata, execution_count or 0)
+        if execution_count is not None:  # as a cell's result: Out[n], _, __, ___
+            with contextlib.suppress(Exception):
+                shell.displayhook.update_user_ns(value)
+        elif set(data) - {"text/plain"}:
             display.append(data)
     if error is not None:
         sections.append(f"[error]\n{cap(error)}")
+        if sink is not None and failure is not None:
+            sink.error(type(failure).__name__, str(failure), error.splitlines())
     text = "\n\n".join(sections) or "(ran without output)"
     return ToolOutput(text=text, display=display or None, is_error=error is not None, images=images or None)
 
