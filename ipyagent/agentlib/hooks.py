@@ -6,19 +6,32 @@ reason). After-hooks observe, so they fail open: an exception is logged and igno
 sync or async.
 
     agent.hooks.before_tool_call(lambda call: ...)     # or use it as a decorator
+
+Policies (:mod:`.policy`) are before-hooks that only decide: ``Pass()`` or ``Block(...)``,
+within a timeout, failing closed. At each point the order is fixed, and this module owns it
+(:func:`prepare_request`, :func:`check_tool_call`):
+
+- a model request: the before-model hooks (which may replace it), then the built-in redaction
+  of secrets (:mod:`.request_redaction`), then the model policies, which so see the request
+  exactly as it will be sent;
+- a tool call: the before-tool hooks (which may rewrite the arguments), then the tool policies.
+
+Within each list, hooks run in the order they were added; the first to block wins.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar, overload
 
+from .errors import HookError
 from .messages import Message
 from .model import ModelRequest
+from .policy import DEFAULT_POLICY_TIMEOUT, Blocked, Policy, ask
 
-__all__ = ["BlockToolCall", "Hooks", "ToolCallInfo"]
+__all__ = ["BlockToolCall", "Hooks", "ToolCallBlocked", "ToolCallInfo", "check_tool_call", "prepare_request"]
 
 H = TypeVar("H", bound=Callable[..., Any])
 
@@ -43,6 +56,11 @@ class Hooks:
     after_model: list[Callable[[Message], Any]] = field(default_factory=list)
     before_tool: list[Callable[[ToolCallInfo], Any]] = field(default_factory=list)
     after_tool: list[Callable[[ToolCallInfo, Any], Any]] = field(default_factory=list)
+    #: Policies asked about each model request and each tool call (see :mod:`.policy`).
+    model_policies: list[Policy] = field(default_factory=list)
+    tool_policies: list[Policy] = field(default_factory=list)
+    #: Seconds a policy may take, unless it was added with its own ``timeout``.
+    policy_timeout: float = DEFAULT_POLICY_TIMEOUT
 
     def before_model_call(self, fn: H) -> H:
         """``fn(request)``; return a new :class:`ModelRequest` to replace it, raise to fail the run."""
@@ -64,10 +82,100 @@ class Hooks:
         self.after_tool.append(fn)
         return fn
 
+    @overload
+    def model_policy(self, fn: H, *, timeout: float | None = None) -> H: ...
+    @overload
+    def model_policy(self, fn: None = None, *, timeout: float | None = None) -> Callable[[H], H]: ...
+    def model_policy(self, fn: H | None = None, *, timeout: float | None = None) -> H | Callable[[H], H]:
+        """``fn(request: ModelRequest)`` returns ``Pass()`` or ``Block(...)``: asked before each
+        model request, after the before-model hooks and the redaction of secrets. Use as
+        ``@hooks.model_policy`` or ``@hooks.model_policy(timeout=2)``."""
+        return _add_policy(self.model_policies, fn, timeout)
+
+    @overload
+    def tool_policy(self, fn: H, *, timeout: float | None = None) -> H: ...
+    @overload
+    def tool_policy(self, fn: None = None, *, timeout: float | None = None) -> Callable[[H], H]: ...
+    def tool_policy(self, fn: H | None = None, *, timeout: float | None = None) -> H | Callable[[H], H]:
+        """``fn(call: ToolCallInfo)`` returns ``Pass()`` or ``Block(...)``: asked before each
+        tool call, after the before-tool hooks. A blocked call is not run; the model reads the
+        block's message."""
+        return _add_policy(self.tool_policies, fn, timeout)
+
     def remove(self, fn: Callable[..., Any]) -> None:
+        """Remove ``fn`` wherever it was added (hook or policy)."""
         for hooks in (self.before_model, self.after_model, self.before_tool, self.after_tool):
             while fn in hooks:
                 hooks.remove(fn)
+        for policies in (self.model_policies, self.tool_policies):
+            policies[:] = [p for p in policies if p.fn is not fn]
+
+
+def _add_policy(policies: list[Policy], fn: H | None, timeout: float | None) -> H | Callable[[H], H]:
+    def add(fn: H) -> H:
+        policies.append(Policy(fn, timeout))
+        return fn
+
+    return add if fn is None else add(fn)
+
+
+class ToolCallBlocked(Exception):
+    """A tool policy blocked the call: ``blocked`` says which and what to show."""
+
+    def __init__(self, blocked: Blocked) -> None:
+        super().__init__(blocked.message)
+        self.blocked = blocked
+
+
+async def prepare_request(
+    hooks: Hooks, request: ModelRequest, *, redact: Callable[[ModelRequest], ModelRequest] | None
+) -> ModelRequest:
+    """The request to send: ``request`` through the before-model hooks, the redaction (when
+    ``redact`` is given) and the model policies, in that order.
+
+    Raises :class:`HookError` when a before-model hook raises, and
+    :class:`~.errors.PolicyBlocked` when a policy blocks."""
+    from .errors import PolicyBlocked
+
+    for fn in list(hooks.before_model):
+        try:
+            replaced = await call_hook(fn, request)
+        except Exception as exc:
+            raise HookError(
+                f"The before-model hook {hook_name(fn)} raised {type(exc).__name__}: {exc}",
+                hint="Fix or remove the hook (agent.hooks.remove(fn)); it blocks every model call.",
+            ) from exc
+        if isinstance(replaced, ModelRequest):
+            request = replaced
+    if redact is not None:
+        request = redact(request)
+    for policy in list(hooks.model_policies):
+        blocked = await ask(policy, request, timeout=hooks.policy_timeout)
+        if blocked is not None:
+            raise PolicyBlocked(blocked)
+    return request
+
+
+async def check_tool_call(hooks: Hooks, info: ToolCallInfo) -> ToolCallInfo:
+    """The call to make: ``info`` through the before-tool hooks (a returned dict replaces the
+    arguments) and the tool policies, in that order.
+
+    Raises :class:`BlockToolCall` when a hook blocks or raises (its text is what the model
+    reads), :class:`ToolCallBlocked` when a policy blocks."""
+    for fn in list(hooks.before_tool):
+        try:
+            rewritten = await call_hook(fn, info)
+        except BlockToolCall as exc:
+            raise BlockToolCall(f"Blocked: {exc}") from exc
+        except Exception as exc:  # fail closed: a guard that breaks must not let the call through
+            raise BlockToolCall(f"Blocked by hook {hook_name(fn)}: {type(exc).__name__}: {exc}") from exc
+        if isinstance(rewritten, dict):
+            info = replace(info, arguments=rewritten)
+    for policy in list(hooks.tool_policies):
+        blocked = await ask(policy, info, timeout=hooks.policy_timeout)
+        if blocked is not None:
+            raise ToolCallBlocked(blocked)
+    return info
 
 
 async def call_hook(fn: Callable[..., Any], *args: Any) -> Any:

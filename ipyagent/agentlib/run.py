@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .asks import Inbox, PendingAnswers
@@ -30,12 +30,13 @@ from .budget import Budget, Spending
 from .bus import EventBus
 from .compaction import CompactionResult, compact, split_point
 from .conversation import Conversation
-from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, RunError
+from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, PolicyBlocked, RunError
 from .events import (
     AgentEvent,
     AskUserAnswered,
     AskUserRequired,
     AttachmentSent,
+    BlockedByPolicy,
     CompactionCompleted,
     CompactionStarted,
     Decision,
@@ -54,12 +55,23 @@ from .events import (
     ToolResult,
     UsageUpdated,
 )
-from .hooks import BlockToolCall, Hooks, ToolCallInfo, call_hook, hook_name
+from .hooks import (
+    BlockToolCall,
+    Hooks,
+    ToolCallBlocked,
+    ToolCallInfo,
+    call_hook,
+    check_tool_call,
+    hook_name,
+    prepare_request,
+)
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
 from .parts import PartsAssembler
+from .policy import Blocked
 from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
+from .request_redaction import RequestRedactor
 from .result import RunResult
 from .retry import Retries, RetryPolicy
 from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_tool_call
@@ -91,6 +103,9 @@ class RunConfig:
     settings: ModelSettings = field(default_factory=ModelSettings)
     #: The agent's hooks, shared: a hook added during a run applies from its next call.
     hooks: Hooks = field(default_factory=Hooks)
+    #: Mask secrets in every request before the policies and the model see it (see
+    #: :mod:`~ipyagent.agentlib.request_redaction`).
+    redact_requests: bool = True
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_turns: int = 50
     max_repeated_calls: int = 3
@@ -164,6 +179,7 @@ class AgentRun:
         self._compacted = False
         self._request_mark = 0
         self.spending = Spending(config.budget, config.conversation_budget)
+        self._redactor = RequestRedactor() if config.redact_requests else None
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -366,17 +382,11 @@ class AgentRun:
             tool_choice=choice,
             expects_tool_call=expects_tool_call(choice, self.messages, specs),
         )
-        for fn in config.hooks.before_model:
-            try:
-                replaced = await call_hook(fn, request)
-            except Exception as exc:
-                raise HookError(
-                    f"The before-model hook {hook_name(fn)} raised {type(exc).__name__}: {exc}",
-                    hint="Fix or remove the hook (agent.hooks.remove(fn)); it blocks every model call.",
-                ) from exc
-            if isinstance(replaced, ModelRequest):
-                request = replaced
-        return request
+        try:
+            return await prepare_request(config.hooks, request, redact=self._redactor)
+        except PolicyBlocked as exc:
+            self._emit_blocked(exc.blocked, "model_request")
+            raise
 
     # -- compaction ------------------------------------------------------------------------------
 
@@ -530,20 +540,16 @@ class AgentRun:
                 False,
             )
         info = ToolCallInfo(call.id, call.name, arguments, tool.read_only)
-        for fn in self.config.hooks.before_tool:
-            try:
-                rewritten = await call_hook(fn, info)
-            except BlockToolCall as exc:
-                return _error(f"Blocked: {exc}"), arguments, False
-            except Exception as exc:  # fail closed: a guard that breaks must not let the call through
-                return (
-                    _error(f"Blocked by hook {hook_name(fn)}: {type(exc).__name__}: {exc}"),
-                    arguments,
-                    False,
-                )
-            if isinstance(rewritten, dict):
-                arguments = rewritten
-                info = replace(info, arguments=arguments)
+        try:
+            arguments = (await check_tool_call(self.config.hooks, info)).arguments
+        except BlockToolCall as exc:
+            return _error(str(exc)), arguments, False
+        except ToolCallBlocked as exc:
+            # A policy saying no is a refusal, like a person's: the call shows as denied and
+            # does not count toward the failure guard.
+            self._denied.add(call.id)
+            self._emit_blocked(exc.blocked, "tool_call", call)
+            return _error(f"Blocked by policy: {exc.blocked.message}"), arguments, True
         try:
             kwargs = tool.validate(arguments)
         except ToolArgumentsError as exc:
@@ -703,6 +709,24 @@ class AgentRun:
 
     def _emit(self, event: AgentEvent) -> None:
         self.bus.emit(event)
+
+    def _emit_blocked(
+        self,
+        blocked: Blocked,
+        target: Literal["model_request", "tool_call"],
+        call: ToolCallBlock | None = None,
+    ) -> None:
+        self._emit(
+            BlockedByPolicy(
+                target=target,
+                policy=blocked.policy,
+                why=blocked.why,
+                message=blocked.message,
+                metadata=blocked.metadata,
+                call_id=call.id if call else None,
+                tool=call.name if call else None,
+            )
+        )
 
     def _someone_can_answer(self, event_type: str) -> bool:
         return self.bus.has_listener(event_type) or self.bus.has_stream
