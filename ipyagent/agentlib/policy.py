@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from .events import BlockedByPolicy
 from .redact import REDACTED, known_secrets, mask_secrets
 
 __all__ = [
@@ -108,6 +109,24 @@ class Blocked:
     why: Literal["block", "raised", "timeout", "invalid"]
     message: str
     metadata: dict[str, Plain]
+
+    def event(
+        self,
+        target: Literal["model_request", "tool_call"],
+        *,
+        call_id: str | None = None,
+        tool: str | None = None,
+    ) -> BlockedByPolicy:
+        """The ``blocked_by_policy`` event that announces this block."""
+        return BlockedByPolicy(
+            target=target,
+            policy=self.policy,
+            why=self.why,
+            message=self.message,
+            metadata=self.metadata,
+            call_id=call_id,
+            tool=tool,
+        )
 
     @property
     def hint(self) -> str:

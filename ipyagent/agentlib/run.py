@@ -36,7 +36,6 @@ from .events import (
     AskUserAnswered,
     AskUserRequired,
     AttachmentSent,
-    BlockedByPolicy,
     CompactionCompleted,
     CompactionStarted,
     Decision,
@@ -68,7 +67,6 @@ from .hooks import (
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
 from .parts import PartsAssembler
-from .policy import Blocked
 from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .request_redaction import RequestRedactor
@@ -385,7 +383,7 @@ class AgentRun:
         try:
             return await prepare_request(config.hooks, request, redact=self._redactor)
         except PolicyBlocked as exc:
-            self._emit_blocked(exc.blocked, "model_request")
+            self._emit(exc.blocked.event("model_request"))
             raise
 
     # -- compaction ------------------------------------------------------------------------------
@@ -548,7 +546,7 @@ class AgentRun:
             # A policy saying no is a refusal, like a person's: the call shows as denied and
             # does not count toward the failure guard.
             self._denied.add(call.id)
-            self._emit_blocked(exc.blocked, "tool_call", call)
+            self._emit(exc.blocked.event("tool_call", call_id=call.id, tool=call.name))
             return _error(f"Blocked by policy: {exc.blocked.message}"), arguments, True
         try:
             kwargs = tool.validate(arguments)
@@ -709,24 +707,6 @@ class AgentRun:
 
     def _emit(self, event: AgentEvent) -> None:
         self.bus.emit(event)
-
-    def _emit_blocked(
-        self,
-        blocked: Blocked,
-        target: Literal["model_request", "tool_call"],
-        call: ToolCallBlock | None = None,
-    ) -> None:
-        self._emit(
-            BlockedByPolicy(
-                target=target,
-                policy=blocked.policy,
-                why=blocked.why,
-                message=blocked.message,
-                metadata=blocked.metadata,
-                call_id=call.id if call else None,
-                tool=call.name if call else None,
-            )
-        )
 
     def _someone_can_answer(self, event_type: str) -> bool:
         return self.bus.has_listener(event_type) or self.bus.has_stream
