@@ -43,11 +43,11 @@ from .compaction import CompactionResult
 from .conversation import Conversation
 from .errors import UserError
 from .events import AgentEvent, Decision
-from .hooks import Hooks
+from .hooks import Hooks, screener
 from .messages import Message
 from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
 from .project_context import ProjectContext, load_project_context
-from .request_redaction import redact_requests_default
+from .request_redaction import RequestRedactor, redact_requests_default
 from .result import RunResult
 from .retry import RetryPolicy
 from .run import AgentRun, RunConfig, compact_conversation
@@ -376,6 +376,7 @@ class Agent:
             reason="manual",
             focus=focus,
             emit=self._bus.emit,
+            screen=screener(self.hooks, RequestRedactor() if self.redact_requests else None, self._bus.emit),
         )
 
     # -- runs ------------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ within a timeout, failing closed. At each point the order is fixed, and this mod
 - a model request: the before-model hooks (which may replace it), then the built-in redaction
   of secrets (:mod:`.request_redaction`), then the model policies, which so see the request
   exactly as it will be sent;
-- a tool call: the before-tool hooks (which may rewrite the arguments), then the tool policies.
+- a tool call: the before-tool hooks (which may rewrite the arguments), then the tool policies;
+- the summary request of a compaction: the redaction and the model policies only
+  (:func:`screener`); the before-model hooks shape the loop's own requests.
 
 Within each list, hooks run in the order they were added; the first to block wins.
 """
@@ -22,7 +24,7 @@ Within each list, hooks run in the order they were added; the first to block win
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, overload
 
@@ -135,8 +137,6 @@ async def prepare_request(
 
     Raises :class:`HookError` when a before-model hook raises, and
     :class:`~.errors.PolicyBlocked` when a policy blocks."""
-    from .errors import PolicyBlocked
-
     for fn in list(hooks.before_model):
         try:
             replaced = await call_hook(fn, request)
@@ -147,6 +147,16 @@ async def prepare_request(
             ) from exc
         if isinstance(replaced, ModelRequest):
             request = replaced
+    return await screen_request(hooks, request, redact=redact)
+
+
+async def screen_request(
+    hooks: Hooks, request: ModelRequest, *, redact: Callable[[ModelRequest], ModelRequest] | None
+) -> ModelRequest:
+    """``request`` masked (when ``redact`` is given), then asked about by the model policies;
+    raises :class:`~.errors.PolicyBlocked` when one blocks."""
+    from .errors import PolicyBlocked
+
     if redact is not None:
         request = redact(request)
     for policy in list(hooks.model_policies):
@@ -154,6 +164,23 @@ async def prepare_request(
         if blocked is not None:
             raise PolicyBlocked(blocked)
     return request
+
+
+def screener(
+    hooks: Hooks, redact: Callable[[ModelRequest], ModelRequest] | None, emit: Callable[[Any], None]
+) -> Callable[[ModelRequest], Awaitable[ModelRequest]]:
+    """:func:`screen_request` for a request the loop does not build (a compaction's summary),
+    announcing a block with a ``blocked_by_policy`` event through ``emit``."""
+    from .errors import PolicyBlocked
+
+    async def screen(request: ModelRequest) -> ModelRequest:
+        try:
+            return await screen_request(hooks, request, redact=redact)
+        except PolicyBlocked as exc:
+            emit(exc.blocked.event("model_request"))
+            raise
+
+    return screen
 
 
 async def check_tool_call(hooks: Hooks, info: ToolCallInfo) -> ToolCallInfo:

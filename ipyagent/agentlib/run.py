@@ -20,7 +20,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -63,6 +63,7 @@ from .hooks import (
     check_tool_call,
     hook_name,
     prepare_request,
+    screener,
 )
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
@@ -411,6 +412,7 @@ class AgentRun:
             retry=config.retry,
             reason=reason,
             emit=self._emit,
+            screen=screener(config.hooks, self._redactor, self._emit),
         )
         self.usage = self.usage + result.usage
 
@@ -735,12 +737,14 @@ async def compact_conversation(
     reason: Literal["threshold", "overflow", "manual"],
     focus: str = "",
     emit: Callable[[AgentEvent], None],
+    screen: Callable[[ModelRequest], Awaitable[ModelRequest]] | None = None,
 ) -> CompactionResult:
     """Compact ``conversation`` now: announce it, let :func:`~ipyagent.agentlib.compaction.compact`
-    decide, have the conversation apply the decision, and report how it went."""
+    decide (its request through ``screen``), have the conversation apply the decision, and
+    report how it went."""
     emit(CompactionStarted(reason=reason, messages=len(conversation.messages)))
     result = await compact(
-        conversation.messages, provider, keep=keep, focus=focus, settings=settings, retry=retry
+        conversation.messages, provider, keep=keep, focus=focus, settings=settings, retry=retry, screen=screen
     )
     conversation.apply_compaction(result, reason=reason)
     if result.error is not None:

@@ -323,3 +323,30 @@ async def test_removing_a_policy_and_the_old_hooks_still_work_together() -> None
     assert seen == [{"n": 1}] and ran == [1]
     hooks.remove(look)
     assert hooks.tool_policies == []
+
+
+def chat(turns: int) -> list[Any]:
+    from ipyagent.agentlib.messages import Message, TextBlock
+
+    answer = lambda i: Message(role="assistant", content=(TextBlock(text=f"answer {i}"),))  # noqa: E731
+    return [m for i in range(turns) for m in (Message.user(f"question {i} {SECRET}"), answer(i))]
+
+
+async def test_a_compactions_summary_request_is_masked_and_screened() -> None:
+    model = ScriptedModel(["The summary."])
+    agent = Agent(model=model, messages=chat(4), compact_keep=2)
+    result = await agent.compact()
+    assert not result.fallback
+    [request] = model.requests
+    assert SECRET not in request.model_dump_json() and "[redacted]" in request.messages[0].text
+
+    hooks = Hooks()
+    hooks.model_policy(lambda request: Block("No summaries of this conversation."))
+    model = ScriptedModel(["never sent"])
+    agent = Agent(model=model, messages=chat(4), compact_keep=2, hooks=hooks)
+    events: list[AgentEvent] = []
+    agent.on("*", events.append)
+    result = await agent.compact()
+    assert model.requests == []
+    assert result.fallback  # the mechanical digest stands in: nothing is lost
+    assert [e.message for e in blocks(events)] == ["No summaries of this conversation."]
