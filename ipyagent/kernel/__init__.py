@@ -13,6 +13,12 @@ never imports this package.
     def no_big_orders(call):
         if call.name == "place_order" and call.arguments["quantity"] > 10:
             raise BlockToolCall("Orders above 10 need a manager's approval.")
+
+    @hooks.model_policy          # Pass() or Block(...) before every request; fails closed
+    def no_project_names(request):
+        return Block("Project names stay here.") if "Falcon" in request.messages[-1].text else Pass()
+
+(see ``docs/policy-hooks.md``).
 """
 
 from typing import Any
