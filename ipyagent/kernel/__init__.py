@@ -6,7 +6,7 @@ never imports this package.
 
 ``hooks`` are the hooks of every ``%%agent`` conversation in the kernel::
 
-    from ipyagent import BlockToolCall
+    from ipyagent import Block, BlockToolCall, Pass
     from ipyagent.kernel import hooks
 
     @hooks.before_tool_call
