@@ -193,19 +193,23 @@ class HookError(AgentError):
 
 
 class PolicyBlocked(HookError):
-    """A model policy blocked the request: nothing was sent. The message is safe to show (see
-    :mod:`~ipyagent.agentlib.policy`); ``blocked`` holds the policy's name and metadata."""
+    """A model policy blocked the request: nothing was sent. Made by :meth:`from_block`, whose
+    message is safe to show (see :mod:`~ipyagent.agentlib.policy`); ``blocked`` then holds the
+    policy's name and metadata."""
 
     default_code = "policy_blocked"
+    blocked: Blocked | None = None
 
-    def __init__(self, blocked: Blocked) -> None:
+    @classmethod
+    def from_block(cls, blocked: Blocked) -> PolicyBlocked:
         hint = blocked.hint or (
             "Nothing was sent to the model. The message stays in the conversation and would go "
             "with the next one: start over (agent.reset(), %agent reset or %%agent --new), or "
             "change the policy."
         )
-        super().__init__(f"The request to the model was blocked by policy: {blocked.message}", hint=hint)
-        self.blocked = blocked
+        err = cls(f"The request to the model was blocked by policy: {blocked.message}", hint=hint)
+        err.blocked = blocked
+        return err
 
 
 class RunError(AgentError):

@@ -162,7 +162,7 @@ async def screen_request(
     for policy in list(hooks.model_policies):
         blocked = await ask(policy, request, timeout=hooks.policy_timeout)
         if blocked is not None:
-            raise PolicyBlocked(blocked)
+            raise PolicyBlocked.from_block(blocked)
     return request
 
 
@@ -177,7 +177,8 @@ def screener(
         try:
             return await screen_request(hooks, request, redact=redact)
         except PolicyBlocked as exc:
-            emit(exc.blocked.event("model_request"))
+            if exc.blocked is not None:
+                emit(exc.blocked.event("model_request"))
             raise
 
     return screen

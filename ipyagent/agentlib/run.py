@@ -384,7 +384,8 @@ class AgentRun:
         try:
             return await prepare_request(config.hooks, request, redact=self._redactor)
         except PolicyBlocked as exc:
-            self._emit(exc.blocked.event("model_request"))
+            if exc.blocked is not None:
+                self._emit(exc.blocked.event("model_request"))
             raise
 
     # -- compaction ------------------------------------------------------------------------------
