@@ -63,6 +63,26 @@ class Hooks:
     tool_policies: list[Policy] = field(default_factory=list)
     #: Seconds a policy may take, unless it was added with its own ``timeout``.
     policy_timeout: float = DEFAULT_POLICY_TIMEOUT
+    #: Other hooks that run before these, at every point: a ``%%agent`` conversation's own hooks
+    #: include the kernel's (``ipyagent.kernel.hooks``).
+    include: list[Hooks] = field(default_factory=list)
+
+    def chain(self) -> list[Hooks]:
+        """The hooks to run, in order: each included one's chain, then these; each once."""
+        order: list[Hooks] = []
+        open_: list[Hooks] = []  # being visited: an include cycle stops here
+
+        def visit(hooks: Hooks) -> None:
+            if any(hooks is h for h in (*order, *open_)):
+                return
+            open_.append(hooks)
+            for included in hooks.include:
+                visit(included)
+            open_.pop()
+            order.append(hooks)
+
+        visit(self)
+        return order
 
     def before_model_call(self, fn: H) -> H:
         """``fn(request)``; return a new :class:`ModelRequest` to replace it, raise to fail the run."""
@@ -137,7 +157,7 @@ async def prepare_request(
 
     Raises :class:`HookError` when a before-model hook raises, and
     :class:`~.errors.PolicyBlocked` when a policy blocks."""
-    for fn in list(hooks.before_model):
+    for fn in [fn for h in hooks.chain() for fn in h.before_model]:
         try:
             replaced = await call_hook(fn, request)
         except Exception as exc:
@@ -159,10 +179,11 @@ async def screen_request(
 
     if redact is not None:
         request = redact(request)
-    for policy in list(hooks.model_policies):
-        blocked = await ask(policy, request, timeout=hooks.policy_timeout)
-        if blocked is not None:
-            raise PolicyBlocked.from_block(blocked)
+    for owner in hooks.chain():
+        for policy in list(owner.model_policies):
+            blocked = await ask(policy, request, timeout=owner.policy_timeout)
+            if blocked is not None:
+                raise PolicyBlocked.from_block(blocked)
     return request
 
 
@@ -190,7 +211,7 @@ async def check_tool_call(hooks: Hooks, info: ToolCallInfo) -> ToolCallInfo:
 
     Raises :class:`BlockToolCall` when a hook blocks or raises (its text is what the model
     reads), :class:`ToolCallBlocked` when a policy blocks."""
-    for fn in list(hooks.before_tool):
+    for fn in [fn for h in hooks.chain() for fn in h.before_tool]:
         try:
             rewritten = await call_hook(fn, info)
         except BlockToolCall as exc:
@@ -199,10 +220,11 @@ async def check_tool_call(hooks: Hooks, info: ToolCallInfo) -> ToolCallInfo:
             raise BlockToolCall(f"Blocked by hook {hook_name(fn)}: {type(exc).__name__}: {exc}") from exc
         if isinstance(rewritten, dict):
             info = replace(info, arguments=rewritten)
-    for policy in list(hooks.tool_policies):
-        blocked = await ask(policy, info, timeout=hooks.policy_timeout)
-        if blocked is not None:
-            raise ToolCallBlocked(blocked)
+    for owner in hooks.chain():
+        for policy in list(owner.tool_policies):
+            blocked = await ask(policy, info, timeout=owner.policy_timeout)
+            if blocked is not None:
+                raise ToolCallBlocked(blocked)
     return info
 
 

@@ -418,7 +418,7 @@ class AgentRun:
         self.usage = self.usage + result.usage
 
     async def _after_model(self, reply: Message) -> None:
-        for fn in self.config.hooks.after_model:
+        for fn in [fn for h in self.config.hooks.chain() for fn in h.after_model]:
             await self._fail_open(fn, reply)
 
     def _record_usage(self, assembler: PartsAssembler, request: ModelRequest) -> Usage:
@@ -509,7 +509,7 @@ class AgentRun:
         self._emit(event)
         tool = self.tools.get(call.name)
         info = ToolCallInfo(call.id, call.name, display_args, tool.read_only if tool else True)
-        for fn in self.config.hooks.after_tool:
+        for fn in [fn for h in self.config.hooks.chain() for fn in h.after_tool]:
             await self._fail_open(fn, info, event)
 
     async def _attempt(self, call: ToolCallBlock) -> tuple[ToolOutput, dict[str, Any], bool]:

@@ -4,7 +4,8 @@ tools that act on the kernel's namespace, the notebook and the workspace's files
 Imported only when IPython loads the extension (``%load_ext ipyagent``); ``import ipyagent``
 never imports this package.
 
-``hooks`` are the hooks of every ``%%agent`` conversation in the kernel::
+``hooks`` are the hooks of every ``%%agent`` conversation in the kernel (each conversation's own
+hooks include them, and they run first)::
 
     from ipyagent import Block, BlockToolCall, Pass
     from ipyagent.kernel import hooks

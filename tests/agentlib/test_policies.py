@@ -350,3 +350,32 @@ async def test_a_compactions_summary_request_is_masked_and_screened() -> None:
     assert model.requests == []
     assert result.fallback  # the mechanical digest stands in: nothing is lost
     assert [e.message for e in blocks(events)] == ["No summaries of this conversation."]
+
+
+async def test_included_hooks_run_first_at_every_point_and_each_once() -> None:
+    shared, own = Hooks(), Hooks()
+    own.include.append(shared)
+    shared.include.append(own)  # a cycle is harmless
+    order: list[str] = []
+    for name, hooks in (("shared", shared), ("own", own)):
+        hooks.before_model_call(lambda request, name=name: order.append(f"{name} before_model"))
+        hooks.model_policy(lambda request, name=name: order.append(f"{name} model_policy") or Pass())
+        hooks.before_tool_call(lambda call, name=name: order.append(f"{name} before_tool"))
+        hooks.tool_policy(lambda call, name=name: order.append(f"{name} tool_policy") or Pass())
+        hooks.after_tool_call(lambda call, result, name=name: order.append(f"{name} after_tool"))
+    assert own.chain() == [shared, own] and own.chain()[0] is shared
+    agent, _, _ = agent_with(own, tool_call("square", {"n": 2}), "ok")
+    await agent.run("go")
+    assert order[:10] == [
+        "shared before_model",
+        "own before_model",
+        "shared model_policy",
+        "own model_policy",
+        "shared before_tool",
+        "own before_tool",
+        "shared tool_policy",
+        "own tool_policy",
+        "shared after_tool",
+        "own after_tool",
+    ]
+    assert ran == [2]

@@ -41,6 +41,13 @@ def test_the_kernels_policies_and_redaction_apply_to_agent_cells(kernel: Kernel)
     assert "Falcon" not in shown.replace("Internal project names", "")
     _, outputs = kernel.run("print(len(m.requests))")
     assert text_of(outputs).strip() == "0"
+    # The conversation has hooks of its own, which include the kernel's.
+    _, outputs = kernel.run(
+        "from ipyagent.kernel.extension import kernel_state\n"
+        "[a] = kernel_state(get_ipython()).agents.values()\n"
+        "print(a.hooks is hooks, a.hooks.include == [hooks] and a.hooks.include[0] is hooks)"
+    )
+    assert text_of(outputs).strip() == "False True"
 
     # A fresh conversation: a blocked tool call is refused and the run goes on; the key in the
     # prompt reaches the model masked.
