@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, overload
 
-from .errors import HookError
+from .errors import HookError, PolicyBlocked
 from .messages import Message
 from .model import ModelRequest
 from .policy import DEFAULT_POLICY_TIMEOUT, Blocked, Policy, ask
@@ -175,8 +175,6 @@ async def screen_request(
 ) -> ModelRequest:
     """``request`` masked (when ``redact`` is given), then asked about by the model policies;
     raises :class:`~.errors.PolicyBlocked` when one blocks."""
-    from .errors import PolicyBlocked
-
     if redact is not None:
         request = redact(request)
     for owner in hooks.chain():
@@ -192,7 +190,6 @@ def screener(
 ) -> Callable[[ModelRequest], Awaitable[ModelRequest]]:
     """:func:`screen_request` for a request the loop does not build (a compaction's summary),
     announcing a block with a ``blocked_by_policy`` event through ``emit``."""
-    from .errors import PolicyBlocked
 
     async def screen(request: ModelRequest) -> ModelRequest:
         try:
