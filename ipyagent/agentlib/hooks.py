@@ -18,7 +18,8 @@ within a timeout, failing closed. At each point the order is fixed, and this mod
 - the summary request of a compaction: the redaction and the model policies only
   (:func:`screener`); the before-model hooks shape the loop's own requests.
 
-Within each list, hooks run in the order they were added; the first to block wins.
+Within each list, hooks run in the order they were added, those of included hooks
+(``Hooks(include=[...])``, e.g. the kernel's) first; the first to block wins.
 """
 
 from __future__ import annotations
@@ -33,7 +34,16 @@ from .messages import Message
 from .model import ModelRequest
 from .policy import DEFAULT_POLICY_TIMEOUT, Blocked, Policy, ask
 
-__all__ = ["BlockToolCall", "Hooks", "ToolCallBlocked", "ToolCallInfo", "check_tool_call", "prepare_request"]
+__all__ = [
+    "BlockToolCall",
+    "Hooks",
+    "ToolCallBlocked",
+    "ToolCallInfo",
+    "check_tool_call",
+    "prepare_request",
+    "screen_request",
+    "screener",
+]
 
 H = TypeVar("H", bound=Callable[..., Any])
 
@@ -54,6 +64,9 @@ class ToolCallInfo:
 
 @dataclass
 class Hooks:
+    """The hooks and policies of an agent (``agent.hooks``); register with the methods below,
+    used plain or as decorators."""
+
     before_model: list[Callable[[ModelRequest], Any]] = field(default_factory=list)
     after_model: list[Callable[[Message], Any]] = field(default_factory=list)
     before_tool: list[Callable[[ToolCallInfo], Any]] = field(default_factory=list)
