@@ -123,3 +123,23 @@ def test_signed_thinking_goes_back_untouched_and_unchanged_requests_are_the_same
     # A message seen before is not scanned again: its masked copy is reused.
     again = redactor(request)
     assert again.messages[1] is masked.messages[1]
+
+
+async def test_a_recorded_cassette_holds_the_masked_request(tmp_path: Path) -> None:
+    from ipyagent.agentlib.providers.replay import ReplayModel
+
+    cassette = tmp_path / "run.cassette.jsonl"
+    inner = ScriptedModel(["ok"])
+    prompt = f"Deploy with {SHAPES[0]} and {SHAPES[2]}"
+    await Agent(model=ReplayModel(inner, cassette=cassette, mode="record")).run(prompt)
+    recorded = read(cassette)
+    assert SHAPES[0] not in recorded and SHAPES[2] not in recorded
+    assert "Deploy with [redacted] and [redacted]" in recorded
+    assert inner.requests[0].messages[-1].text == "Deploy with [redacted] and [redacted]"
+    # And it replays: the live request is masked the same way.
+    replayed = await Agent(model=ReplayModel(cassette=cassette)).run(prompt)
+    assert replayed.text == "ok"
+
+
+def read(path: Path) -> str:
+    return path.read_text()
