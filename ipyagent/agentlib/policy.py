@@ -135,7 +135,8 @@ class Blocked:
             return ""
         return (
             f"The policy {self.policy} must return Pass() or Block(...) within its timeout; fix it, "
-            "give it more time (hooks.model_policy(fn, timeout=...)), or remove it with hooks.remove(fn)."
+            "give it more time (add it with timeout=..., or raise Hooks.policy_timeout), or remove "
+            "it with hooks.remove(fn)."
         )
 
 
