@@ -19,6 +19,7 @@ from .errors import (
     ErrorInfo,
     HookError,
     ModelNotFoundError,
+    PolicyBlocked,
     ProtocolError,
     ProviderError,
     ProviderUnavailable,
@@ -38,6 +39,7 @@ from .messages import (
     ToolResultBlock,
 )
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec
+from .policy import Block, Pass
 from .result import RunResult
 from .retry import RetryPolicy
 from .sessions import Session, SessionWarning
@@ -49,6 +51,7 @@ __all__ = [
     "AgentError",
     "AgentRunFailed",
     "AuthenticationError",
+    "Block",
     "BlockToolCall",
     "Budget",
     "CompactionResult",
@@ -62,6 +65,8 @@ __all__ = [
     "ModelNotFoundError",
     "ModelRequest",
     "ModelSettings",
+    "Pass",
+    "PolicyBlocked",
     "ProtocolError",
     "Provider",
     "ProviderError",

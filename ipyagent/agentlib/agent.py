@@ -43,10 +43,11 @@ from .compaction import CompactionResult
 from .conversation import Conversation
 from .errors import UserError
 from .events import AgentEvent, Decision
-from .hooks import Hooks
+from .hooks import Hooks, screener
 from .messages import Message
 from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
 from .project_context import ProjectContext, load_project_context
+from .request_redaction import RequestRedactor, redact_requests_default
 from .result import RunResult
 from .retry import RetryPolicy
 from .run import AgentRun, RunConfig, compact_conversation
@@ -97,6 +98,10 @@ class Agent:
             (``"tokens=50k,cost=0.5,time=5m"``). A run that reaches one stops ``exhausted``.
         conversation_budget: Caps on the conversation's total tokens, cost and wall time (counted
             in its session file); a run that would pass them stops ``exhausted``.
+        redact_requests: Mask secrets (API keys of the environment and the config file, and
+            anything shaped like a key) in what is sent to the model; the conversation keeps
+            what was written. ``None`` takes ``redact_requests`` from the config file (default
+            on). See :mod:`ipyagent.agentlib.request_redaction`.
     """
 
     def __init__(
@@ -126,6 +131,7 @@ class Agent:
         tool_choice: ToolChoice | ToolChoicePolicy = call_named_tools,
         budget: Budget | Mapping[str, Any] | str | None = None,
         conversation_budget: Budget | Mapping[str, Any] | str | None = None,
+        redact_requests: bool | None = None,
     ) -> None:
         if max_turns < 1:
             raise UserError(
@@ -150,6 +156,7 @@ class Agent:
         self.tool_timeout = tool_timeout
         self.retry = retry or RetryPolicy()
         self.hooks = hooks or Hooks()
+        self.redact_requests = redact_requests_default() if redact_requests is None else redact_requests
         self.max_repeated_calls = max_repeated_calls
         self.max_consecutive_failures = max_consecutive_failures
         self.max_result_chars = max_result_chars
@@ -367,6 +374,7 @@ class Agent:
             reason="manual",
             focus=focus,
             emit=self._bus.emit,
+            screen=screener(self.hooks, RequestRedactor() if self.redact_requests else None, self._bus.emit),
         )
 
     # -- runs ------------------------------------------------------------------------------------
@@ -510,6 +518,7 @@ class Agent:
             model=_model_id(self._model),
             settings=self._settings,
             hooks=self.hooks,
+            redact_requests=self.redact_requests,
             retry=self.retry,
             max_turns=self.max_turns,
             max_repeated_calls=self.max_repeated_calls,
@@ -595,6 +604,7 @@ class Agent:
             "temperature": self._settings.temperature,
             "retry": self.retry,
             "hooks": self.hooks,
+            "redact_requests": self.redact_requests,
             "max_repeated_calls": self.max_repeated_calls,
             "max_consecutive_failures": self.max_consecutive_failures,
             "max_result_chars": self.max_result_chars,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from .errors import AgentError, ErrorInfo
@@ -103,6 +103,7 @@ async def compact(
     focus: str = "",
     settings: ModelSettings | None = None,
     retry: RetryPolicy | None = None,
+    screen: Callable[[ModelRequest], Awaitable[ModelRequest]] | None = None,
 ) -> CompactionResult:
     """Summarize all but the last ``keep`` messages of ``messages`` with ``provider``.
 
@@ -112,6 +113,9 @@ async def compact(
         focus: What the summary should pay most attention to (e.g. ``"the plotting code"``).
         settings: The conversation's model settings (``max_tokens`` is honoured).
         retry: Retries for rate limits and dropped connections; other failures fall back at once.
+        screen: What the summary request goes through before it is sent (the redaction of
+            secrets and the policies, :func:`~ipyagent.agentlib.hooks.screener`); when it
+            raises (a policy blocked), nothing is sent and the digest stands in.
     """
     transcript = list(messages)
     cut = split_point(transcript, keep)
@@ -128,7 +132,13 @@ async def compact(
         messages=[Message.user(prompt)],
         settings=ModelSettings(max_tokens=settings.max_tokens if settings else None),
     )
-    text, usage, error = await _ask(provider, request, retry or RetryPolicy())
+    error: ErrorInfo | None
+    try:
+        request = request if screen is None else await screen(request)
+    except AgentError as exc:
+        text, usage, error = "", Usage(), exc.info
+    else:
+        text, usage, error = await _ask(provider, request, retry or RetryPolicy())
     fallback = not text.strip()
     if fallback:
         text = fallback_summary(older)

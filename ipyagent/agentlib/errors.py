@@ -14,6 +14,7 @@ Every failure a user can meet is an :class:`AgentError` (or is described by an
     │   └── ProtocolError          the stream broke the wire format
     ├── TransportError         connection refused/reset, timeouts (retryable)
     ├── HookError              a hook raised
+    │   └── PolicyBlocked          a policy blocked a model request (or failed, so blocked)
     ├── RunError               a guard stopped the run (repeated failures, empty replies, ...)
     └── AgentRunFailed         a finished run that did not complete, raised on request
                                (``result.raise_for_status()``, a failed ``%%agent`` cell); its
@@ -25,11 +26,14 @@ happens once, at each boundary (the provider adapters, the tool executor).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from .deprecation import retired_names
+
+if TYPE_CHECKING:
+    from .policy import Blocked
 
 __all__ = [
     "AgentError",
@@ -40,6 +44,7 @@ __all__ = [
     "HookError",
     "Layer",
     "ModelNotFoundError",
+    "PolicyBlocked",
     "ProtocolError",
     "ProviderError",
     "ProviderUnavailable",
@@ -185,6 +190,26 @@ class TransportError(AgentError):
 class HookError(AgentError):
     layer = "hook"
     default_code = "hook_failed"
+
+
+class PolicyBlocked(HookError):
+    """A model policy blocked the request: nothing was sent. Made by :meth:`from_block`, whose
+    message is safe to show (see :mod:`~ipyagent.agentlib.policy`); ``blocked`` then holds the
+    policy's name and metadata."""
+
+    default_code = "policy_blocked"
+    blocked: Blocked | None = None
+
+    @classmethod
+    def from_block(cls, blocked: Blocked) -> PolicyBlocked:
+        hint = blocked.hint or (
+            "Nothing was sent to the model. The message stays in the conversation and would go "
+            "with the next one: start over (agent.reset(), %agent reset or %%agent --new), or "
+            "change the policy."
+        )
+        err = cls(f"The request to the model was blocked by policy: {blocked.message}", hint=hint)
+        err.blocked = blocked
+        return err
 
 
 class RunError(AgentError):

@@ -11,6 +11,7 @@ Order within a run::
         usage?  request_done | request_error(will_retry → the request's parts are discarded)
       message_committed (the assistant message)
       [permission_required → permission_resolved]  tool_executing  tool_result   (per call)
+      (a policy's refusal: blocked_by_policy, then the call's tool_result or the run's run_failed)
       message_committed (the tool results)
       ...
     run_finished | run_failed | run_cancelled
@@ -34,6 +35,7 @@ __all__ = [
     "AskUserAnswered",
     "AskUserRequired",
     "AttachmentSent",
+    "BlockedByPolicy",
     "CompactionCompleted",
     "CompactionStarted",
     "MessageCommitted",
@@ -248,6 +250,23 @@ class AskUserAnswered(_Event):
     answer: str | None
 
 
+class BlockedByPolicy(_Event):
+    """A policy refused a model request (the run then fails with ``policy_blocked``) or a tool
+    call (the model reads ``message`` as the call's result; ``call_id`` names it). Everything
+    here is safe to show: ``message`` holds no prompt and no secret, ``metadata`` only plain
+    values with sensitive keys redacted (see :mod:`~ipyagent.agentlib.policy`). ``why`` is
+    ``block`` when the policy said so, or how it failed: ``raised``, ``timeout``, ``invalid``."""
+
+    type: Literal["blocked_by_policy"] = "blocked_by_policy"
+    target: Literal["model_request", "tool_call"]
+    policy: str
+    why: Literal["block", "raised", "timeout", "invalid"]
+    message: str
+    metadata: dict[str, str | int | float | bool | None] = {}
+    call_id: str | None = None
+    tool: str | None = None
+
+
 # -- bookkeeping ---------------------------------------------------------------------------------
 
 
@@ -329,6 +348,7 @@ AgentEvent: TypeAlias = Annotated[
     | PermissionResolved
     | AskUserRequired
     | AskUserAnswered
+    | BlockedByPolicy
     | RunWarning
     | UsageUpdated
     | MessageCommitted

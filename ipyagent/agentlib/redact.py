@@ -10,6 +10,9 @@ One owner for both questions, so every boundary masks the same things the same w
   so it imports none of them);
 - :func:`redact` and :func:`redact_strings`: those values masked in a text or in every string
   of a JSON-like value (cassettes, session files, tool results);
+- :func:`mask_secrets`: those values *and* text shaped like a credential (``sk-...``,
+  ``ghp_...``, ``AKIA...``, private-key blocks, URL credentials) masked, for what is sent to a
+  model (:mod:`.request_redaction`);
 - :func:`redact_url`: a URL — or any text holding URLs — with its credentials masked, for
   messages, reprs and logs; :func:`split_userinfo` takes them out of a URL altogether, so that a
   request URL never carries them (they go in a header instead);
@@ -38,6 +41,7 @@ __all__ = [
     "add_secret_source",
     "is_secret_header",
     "known_secrets",
+    "mask_secrets",
     "redact",
     "redact_json_line",
     "redact_strings",
@@ -149,6 +153,36 @@ def redact(text: str, secrets: Iterable[str], marker: str = REDACTED) -> str:
         if secret in text:
             text = text.replace(secret, marker)
     return text
+
+
+# Credentials recognizable by their shape alone, whoever's they are. Each is anchored on a
+# vendor's fixed prefix and needs a long tail, so ordinary words and code ("task-list",
+# "disk-usage-report", "AKIAS") do not match; a generic "long random string after key=" is left
+# out on purpose: it masks hashes, ids and code the model needs to read.
+SECRET_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"  # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-)
+    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"  # GitHub
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"  # AWS access key ids
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
+    r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r")"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+)
+
+
+def mask_secrets(text: str, secrets: Sequence[str], marker: str = REDACTED) -> str:
+    """``text`` with every one of ``secrets`` (longest first), every credential-shaped string
+    (:data:`SECRET_SHAPES`) and every URL credential masked. Text that holds none of them comes
+    back as the same object, so callers can tell cheaply that nothing changed."""
+    masked = redact(text, secrets, marker)
+    if SECRET_SHAPES.search(masked):
+        masked = SECRET_SHAPES.sub(marker, masked)
+    masked = redact_url(masked)
+    return text if masked == text else masked
 
 
 def redact_strings(value: Any, secrets: Sequence[str], marker: str = REDACTED) -> Any:

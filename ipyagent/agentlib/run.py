@@ -21,8 +21,8 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .asks import Inbox, PendingAnswers
@@ -31,7 +31,7 @@ from .budget import Budget, Spending
 from .bus import EventBus
 from .compaction import CompactionResult, compact, split_point
 from .conversation import Conversation
-from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, RunError
+from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, PolicyBlocked, RunError
 from .events import (
     AgentEvent,
     AskUserAnswered,
@@ -55,12 +55,23 @@ from .events import (
     ToolResult,
     UsageUpdated,
 )
-from .hooks import BlockToolCall, Hooks, ToolCallInfo, call_hook, hook_name
+from .hooks import (
+    BlockToolCall,
+    Hooks,
+    ToolCallBlocked,
+    ToolCallInfo,
+    call_hook,
+    check_tool_call,
+    hook_name,
+    prepare_request,
+    screener,
+)
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
 from .parts import PartsAssembler
 from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
+from .request_redaction import RequestRedactor
 from .result import RunResult
 from .retry import Retries, RetryPolicy
 from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_tool_call
@@ -92,6 +103,9 @@ class RunConfig:
     settings: ModelSettings = field(default_factory=ModelSettings)
     #: The agent's hooks, shared: a hook added during a run applies from its next call.
     hooks: Hooks = field(default_factory=Hooks)
+    #: Mask secrets in every request before the policies and the model see it (see
+    #: :mod:`~ipyagent.agentlib.request_redaction`).
+    redact_requests: bool = True
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_turns: int = 50
     max_repeated_calls: int = 3
@@ -167,6 +181,7 @@ class AgentRun:
         self.spending = Spending(
             config.budget, config.conversation_budget, conversation_seconds=conversation.seconds
         )
+        self._redactor = RequestRedactor() if config.redact_requests else None
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -373,17 +388,12 @@ class AgentRun:
             tool_choice=choice,
             expects_tool_call=expects_tool_call(choice, self.messages, specs),
         )
-        for fn in config.hooks.before_model:
-            try:
-                replaced = await call_hook(fn, request)
-            except Exception as exc:
-                raise HookError(
-                    f"The before-model hook {hook_name(fn)} raised {type(exc).__name__}: {exc}",
-                    hint="Fix or remove the hook (agent.hooks.remove(fn)); it blocks every model call.",
-                ) from exc
-            if isinstance(replaced, ModelRequest):
-                request = replaced
-        return request
+        try:
+            return await prepare_request(config.hooks, request, redact=self._redactor)
+        except PolicyBlocked as exc:
+            if exc.blocked is not None:
+                self._emit(exc.blocked.event("model_request"))
+            raise
 
     # -- compaction ------------------------------------------------------------------------------
 
@@ -410,11 +420,12 @@ class AgentRun:
             retry=config.retry,
             reason=reason,
             emit=self._emit,
+            screen=screener(config.hooks, self._redactor, self._emit),
         )
         self.usage = self.usage + result.usage
 
     async def _after_model(self, reply: Message) -> None:
-        for fn in self.config.hooks.after_model:
+        for fn in [fn for h in self.config.hooks.chain() for fn in h.after_model]:
             await self._fail_open(fn, reply)
 
     def _record_usage(self, assembler: PartsAssembler, request: ModelRequest) -> Usage:
@@ -505,7 +516,7 @@ class AgentRun:
         self._emit(event)
         tool = self.tools.get(call.name)
         info = ToolCallInfo(call.id, call.name, display_args, tool.read_only if tool else True)
-        for fn in self.config.hooks.after_tool:
+        for fn in [fn for h in self.config.hooks.chain() for fn in h.after_tool]:
             await self._fail_open(fn, info, event)
 
     async def _attempt(self, call: ToolCallBlock) -> tuple[ToolOutput, dict[str, Any], bool]:
@@ -537,20 +548,16 @@ class AgentRun:
                 False,
             )
         info = ToolCallInfo(call.id, call.name, arguments, tool.read_only)
-        for fn in self.config.hooks.before_tool:
-            try:
-                rewritten = await call_hook(fn, info)
-            except BlockToolCall as exc:
-                return _error(f"Blocked: {exc}"), arguments, False
-            except Exception as exc:  # fail closed: a guard that breaks must not let the call through
-                return (
-                    _error(f"Blocked by hook {hook_name(fn)}: {type(exc).__name__}: {exc}"),
-                    arguments,
-                    False,
-                )
-            if isinstance(rewritten, dict):
-                arguments = rewritten
-                info = replace(info, arguments=arguments)
+        try:
+            arguments = (await check_tool_call(self.config.hooks, info)).arguments
+        except BlockToolCall as exc:
+            return _error(str(exc)), arguments, False
+        except ToolCallBlocked as exc:
+            # A policy saying no is a refusal, like a person's: the call shows as denied and
+            # does not count toward the failure guard.
+            self._denied.add(call.id)
+            self._emit(exc.blocked.event("tool_call", call_id=call.id, tool=call.name))
+            return _error(f"Blocked by policy: {exc.blocked.message}"), arguments, True
         try:
             kwargs = tool.validate(arguments)
         except ToolArgumentsError as exc:
@@ -738,12 +745,14 @@ async def compact_conversation(
     reason: Literal["threshold", "overflow", "manual"],
     focus: str = "",
     emit: Callable[[AgentEvent], None],
+    screen: Callable[[ModelRequest], Awaitable[ModelRequest]] | None = None,
 ) -> CompactionResult:
     """Compact ``conversation`` now: announce it, let :func:`~ipyagent.agentlib.compaction.compact`
-    decide, have the conversation apply the decision, and report how it went."""
+    decide (its request through ``screen``), have the conversation apply the decision, and
+    report how it went."""
     emit(CompactionStarted(reason=reason, messages=len(conversation.messages)))
     result = await compact(
-        conversation.messages, provider, keep=keep, focus=focus, settings=settings, retry=retry
+        conversation.messages, provider, keep=keep, focus=focus, settings=settings, retry=retry, screen=screen
     )
     conversation.apply_compaction(result, reason=reason)
     if result.error is not None:

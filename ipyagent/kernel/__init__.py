@@ -4,15 +4,22 @@ tools that act on the kernel's namespace, the notebook and the workspace's files
 Imported only when IPython loads the extension (``%load_ext ipyagent``); ``import ipyagent``
 never imports this package.
 
-``hooks`` are the hooks of every ``%%agent`` conversation in the kernel::
+``hooks`` are the hooks of every ``%%agent`` conversation in the kernel (each conversation's own
+hooks include them, and they run first)::
 
-    from ipyagent import BlockToolCall
+    from ipyagent import Block, BlockToolCall, Pass
     from ipyagent.kernel import hooks
 
     @hooks.before_tool_call
     def no_big_orders(call):
         if call.name == "place_order" and call.arguments["quantity"] > 10:
             raise BlockToolCall("Orders above 10 need a manager's approval.")
+
+    @hooks.model_policy          # Pass() or Block(...) before every request; fails closed
+    def no_project_names(request):
+        return Block("Project names stay here.") if "Falcon" in request.messages[-1].text else Pass()
+
+(see ``docs/policy-hooks.md``).
 """
 
 from typing import Any

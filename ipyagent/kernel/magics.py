@@ -272,6 +272,7 @@ class AgentMagics(Magics):
     def _agent(self, session: str | None, *, new: bool) -> Agent:
         """The agent of conversation ``session``, opened from its file beside the notebook."""
         from ..agentlib.agent import Agent
+        from ..agentlib.hooks import Hooks
 
         name = session if session is not None else self.state.session
         agent = self.state.agents.get(name)
@@ -296,7 +297,8 @@ class AgentMagics(Magics):
                 session=None if replaying else path,
                 notebook=str(notebook) if notebook else None,
                 workspace=self.state.workspace,
-                hooks=kernel_hooks(),
+                # Its own hooks, which include the kernel's: those apply to every conversation.
+                hooks=Hooks(include=[kernel_hooks()]),
             )
             self.state.agents[name] = agent
         if new:

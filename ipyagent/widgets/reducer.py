@@ -266,6 +266,11 @@ class ViewReducer:
             )
         elif isinstance(event, ev.AskUserAnswered):
             self._set(event.question_id, answer=event.answer)
+        elif isinstance(event, ev.BlockedByPolicy):
+            # A blocked call's card reads "denied" and its result is the policy's message; a
+            # blocked request is shown by the run's error, which follows.
+            if event.call_id is not None:
+                self._denied.add(event.call_id)
         elif isinstance(event, ev.RunWarning):
             self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
         elif isinstance(event, ev.RequestError):

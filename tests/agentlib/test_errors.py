@@ -17,6 +17,7 @@ from ipyagent.agentlib.errors import (
     HookError,
     Layer,
     ModelNotFoundError,
+    PolicyBlocked,
     ProtocolError,
     ProviderError,
     ProviderUnavailable,
@@ -39,6 +40,7 @@ DEFAULTS: dict[type[AgentError], tuple[Layer, str, bool]] = {
     ProtocolError: ("provider", "protocol_error", False),
     TransportError: ("transport", "transport_error", True),
     HookError: ("hook", "hook_failed", False),
+    PolicyBlocked: ("hook", "policy_blocked", False),
     RunError: ("run", "run_failed", False),
     AgentRunFailed: ("run", "run_failed", False),
 }

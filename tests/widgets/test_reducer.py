@@ -245,6 +245,19 @@ async def test_a_call_nobody_could_answer_is_denied_in_the_history() -> None:
     assert [b["status"] for b in history_blocks(agent.messages) if b["kind"] == "tool"] == ["denied"]
 
 
+async def test_a_call_a_policy_blocked_is_denied_live_and_in_the_history() -> None:
+    from ipyagent import Block, Hooks
+
+    hooks = Hooks()
+    hooks.tool_policy(lambda call: Block("Writing is off today."))
+    model = ScriptedModel([tool_call("write", {"text": "x"}), "ok"])
+    agent = Agent(model=model, tools=[write], hooks=hooks, auto_approve=True)
+    live, _ = await reduce(agent, "write")
+    [card] = [b for b in live.state["blocks"] if b["kind"] == "tool"]
+    assert (card["status"], card["result"]) == ("denied", "Blocked by policy: Writing is off today.")
+    assert [b["status"] for b in history_blocks(agent.messages) if b["kind"] == "tool"] == ["denied"]
+
+
 def test_the_history_is_apart_from_the_state_and_a_new_conversation_clears_both() -> None:
     messages = [Message.user("hi"), Message(role="assistant", content=(TextBlock(text="Hello."),))]
     reducer = ViewReducer()
