@@ -1,0 +1,328 @@
+"""An operating-system sandbox for tools that touch the system.
+
+A command (:func:`run`) or a Python function (:func:`call`) runs in a child process that the
+kernel confines: it writes only inside the workspace (and a private temporary folder), reads only
+the system's programs and libraries, the running Python and the workspace, has no network unless
+allowed, and is held to limits on time, memory, processes, file size and open files. Where this
+machine cannot confine a child, nothing runs: :class:`SandboxUnavailable` says what is missing.
+
+The mechanism — user, network and PID namespaces, resource limits and Landlock, all from the
+kernel, nothing to install — and why it was chosen are in docs/sandbox.md. This package owns the
+confinement; the tools that use it (``shell``, ``@tool(sandboxed=True)``) live with the tools.
+
+Set ``IPYAGENT_SANDBOX=off`` to turn the sandbox off on purpose: sandboxed tools are then refused
+(never run unconfined), which is also how the refusal is tested.
+
+::
+
+    SandboxError
+    ├── SandboxUnavailable   this machine cannot confine a child: nothing was run
+    └── SandboxTimeout       a sandboxed function ran past its time and was killed
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import AgentError
+from . import _landlock, _paths
+from ._confine import CONFINE_FAILED
+
+__all__ = [
+    "Availability",
+    "Limits",
+    "SandboxError",
+    "SandboxResult",
+    "SandboxTimeout",
+    "SandboxUnavailable",
+    "available",
+    "call",
+    "run",
+]
+
+_LAUNCHER = str(Path(__file__).with_name("_launch.py"))
+#: Environment variables a command sees (besides PATH, HOME and TMPDIR): never keys or tokens.
+PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "VIRTUAL_ENV")
+OFF_VALUES = ("off", "0", "false", "no", "none")
+
+
+class SandboxError(AgentError):
+    """The sandbox could not run the call."""
+
+    layer = "tool"
+    default_code = "sandbox_error"
+
+
+class SandboxUnavailable(SandboxError):
+    """This machine cannot confine a child process, so the sandboxed tool was not run."""
+
+    default_code = "sandbox_unavailable"
+
+
+class SandboxTimeout(SandboxError):
+    """A sandboxed call ran past its time limit and was killed."""
+
+    default_code = "sandbox_timeout"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a sandboxed call may use. ``memory``: bytes of address space per process (for
+    :func:`call`, on top of what the kernel's process already holds); ``max_procs``: processes at
+    once (as root, at least 300: see docs/sandbox.md); ``output``: bytes of stdout and of stderr
+    kept."""
+
+    timeout: float = 60.0
+    memory: int | None = 2 << 30
+    max_procs: int = 64
+    file_size: int = 1 << 30
+    open_files: int = 1024
+    output: int = 200_000
+    network: bool = False
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether this machine can sandbox, with what, or why not (``str()`` says it)."""
+
+    mechanism: str | None
+    reason: str
+    landlock_abi: int = 0
+
+    def __bool__(self) -> bool:
+        return self.mechanism is not None
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """How a sandboxed command ended. ``reason``: ``exited`` (see ``exit_code``), ``timeout``
+    (killed at the time limit), ``signal`` (killed by ``signal``: ``SIGXCPU`` is the CPU limit,
+    ``SIGXFSZ`` the file-size limit). ``stdout``/``stderr`` keep the first ``Limits.output`` bytes;
+    ``truncated`` says whether more was cut."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    reason: Literal["exited", "timeout", "signal"]
+    signal: str | None = None
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.reason == "exited" and self.exit_code == 0
+
+
+_probed: Availability | None = None
+
+
+def available(*, refresh: bool = False) -> Availability:
+    """Whether sandboxed tools can run here; ``str()`` of the answer says why or why not. The
+    first call tries a real confined command (a few milliseconds); the answer is kept."""
+    global _probed
+    if _override_off():
+        return Availability(
+            None,
+            "The sandbox is turned off (IPYAGENT_SANDBOX=off), so tools that must run confined are "
+            "refused. Unset IPYAGENT_SANDBOX to turn it back on.",
+        )
+    if _probed is None or refresh:
+        _probed = _probe()
+    return _probed
+
+
+def _override_off() -> bool:
+    return os.environ.get("IPYAGENT_SANDBOX", "").strip().lower() in OFF_VALUES
+
+
+def _probe() -> Availability:
+    if not sys.platform.startswith("linux"):
+        return Availability(
+            None,
+            f"The sandbox needs Linux (Landlock and namespaces); this is {sys.platform}. Tools that must "
+            "run confined are refused here: run the notebook on Linux, e.g. in a container or VM.",
+        )
+    abi = _landlock.abi_version()
+    if abi < 1:
+        return Availability(
+            None,
+            f"This Linux kernel ({os.uname().release}) has no Landlock, so writes cannot be confined to "
+            "the workspace. Use Linux 5.13 or later with Landlock enabled (landlock in the kernel's "
+            "lsm= list).",
+        )
+    with tempfile.TemporaryDirectory(prefix="ipyagent-probe-") as folder:
+        try:
+            argv = _launch_argv(["true"], cwd=folder, tmp=folder, limits=Limits(timeout=10))
+            done = subprocess.run(argv, env={}, capture_output=True, timeout=20, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return Availability(None, f"The sandbox's launcher could not start: {exc}.", abi)
+    if done.returncode == 0:
+        how = "namespaces (user, network, PID) + rlimits + Landlock"
+        return Availability(f"landlock-v{abi}", f"Sandbox: {how}, Landlock ABI {abi}.", abi)
+    why = done.stderr.decode(errors="replace").strip().removeprefix("ipyagent-sandbox:").strip()
+    hint = ""
+    if "namespace" in why:
+        hint = (
+            " Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 on Debian; "
+            "on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0), or run in a container that "
+            "permits them."
+        )
+    elif "processes" in why:
+        hint = " Run the kernel as a normal user, or on Linux 6.14 or later."
+    why = why or f"the launcher exited with status {done.returncode}"
+    return Availability(None, f"This machine cannot confine a child process: {why}.{hint}", abi)
+
+
+def require() -> Availability:
+    """The availability, or :class:`SandboxUnavailable` saying what is missing."""
+    state = available()
+    if not state:
+        raise SandboxUnavailable(
+            f"Not run: this tool runs only inside the sandbox, and here it cannot. {state.reason}",
+            hint="Tools that must run confined are never run unconfined; see docs/sandbox.md.",
+        )
+    return state
+
+
+def _spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
+    workspace = os.path.realpath(cwd)
+    return {
+        "cwd": workspace,
+        "read": _paths.read_paths(),
+        "write": sorted({workspace, os.path.realpath(tmp)}),
+        "files": _paths.device_rules(),
+        "network": limits.network,
+        "memory": limits.memory,
+        "cpu_seconds": max(1, int(limits.timeout) + 1),
+        "max_procs": limits.max_procs,
+        "file_size": limits.file_size,
+        "open_files": limits.open_files,
+    }
+
+
+def _command_env(tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    path = [os.path.dirname(sys.executable)] if sys.executable else []
+    path += ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]
+    env = {"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": tmp, "TMPDIR": tmp, "TERM": "dumb"}
+    env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
+    env.update(extra or {})
+    return env
+
+
+def _launch_argv(
+    command: Sequence[str], *, cwd: str, tmp: str, limits: Limits, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """The launcher's command line (run it with an empty environment: the command's own is in
+    the spec)."""
+    spec = _spec(cwd, tmp, limits)
+    spec["argv"] = list(command)
+    spec["env"] = _command_env(tmp, env)
+    python = sys.executable or shutil.which("python3") or "python3"
+    # -E -s -S: no environment variables, user site or site packages read by the launcher.
+    return [python, "-E", "-s", "-S", _LAUNCHER, json.dumps(spec)]
+
+
+async def run(
+    command: str | Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    limits: Limits | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SandboxResult:
+    """Run ``command`` (a shell command line, or an argv list) confined, in ``cwd`` (the
+    workspace: the only folder it may write). Raises :class:`SandboxUnavailable` when this machine
+    cannot confine it — then nothing was run. ``env`` adds variables (the kernel's own, keys
+    included, are never passed)."""
+    require()
+    limits = limits or Limits()
+    argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+    with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-") as tmp:
+        argv = _launch_argv(argv_command, cwd=os.fspath(cwd), tmp=tmp, limits=limits, env=env)
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            env={},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # one process group: killed together at the time limit
+        )
+        return await _collect(process, limits)
+
+
+async def _collect(process: asyncio.subprocess.Process, limits: Limits) -> SandboxResult:
+    assert process.stdout is not None and process.stderr is not None
+    cut = [False]
+
+    async def drain(stream: asyncio.StreamReader) -> bytes:
+        kept = bytearray()
+        while chunk := await stream.read(1 << 16):
+            room = limits.output - len(kept)
+            if len(chunk) > room:
+                cut[0] = True
+            kept += chunk[: max(0, room)]
+        return bytes(kept)
+
+    readers = asyncio.gather(drain(process.stdout), drain(process.stderr), process.wait())
+    timed_out = False
+    try:
+        out, err, status = await asyncio.wait_for(asyncio.shield(readers), limits.timeout)
+    except asyncio.TimeoutError:
+        timed_out = True
+        _kill_group(process.pid)
+        out, err, status = await readers
+    except BaseException:  # cancelled: nothing may outlive the call
+        _kill_group(process.pid)
+        with contextlib.suppress(BaseException):
+            await readers
+        raise
+    stderr = err.decode(errors="replace")
+    if status == CONFINE_FAILED and stderr.startswith("ipyagent-sandbox:"):
+        raise SandboxUnavailable(
+            f"Not run: the sandbox could not confine the command ({stderr.strip()}).",
+            hint="See sandbox.available() and docs/sandbox.md.",
+        )
+    stdout = out.decode(errors="replace")
+    if timed_out:
+        return SandboxResult(None, stdout, stderr, "timeout", truncated=cut[0])
+    if status < 0:
+        return SandboxResult(None, stdout, stderr, "signal", signal.Signals(-status).name, cut[0])
+    return SandboxResult(status, stdout, stderr, "exited", truncated=cut[0])
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def call(
+    function: Callable[..., Any],
+    /,
+    *args: Any,
+    cwd: str | os.PathLike[str],
+    limits: Limits | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``function(*args, **kwargs)`` in a child forked from this process and confined like
+    :func:`run` (workspace ``cwd``); its return value comes back pickled, an exception it raises is
+    raised here again (as :class:`SandboxError` when it cannot be pickled), and
+    :class:`SandboxTimeout` when it runs past ``limits.timeout``. The child starts as a copy of this
+    process: it sees the same variables, but what it changes stays in the child. Blocks; an async
+    function is run to completion in the child."""
+    require()
+    from ._fork import call_forked
+
+    return call_forked(function, args, kwargs, cwd=os.fspath(cwd), limits=limits or Limits())
