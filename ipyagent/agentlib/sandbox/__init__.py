@@ -310,19 +310,20 @@ def _kill_group(pid: int) -> None:
 
 def call(
     function: Callable[..., Any],
-    /,
-    *args: Any,
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
     cwd: str | os.PathLike[str],
     limits: Limits | None = None,
-    **kwargs: Any,
 ) -> Any:
     """``function(*args, **kwargs)`` in a child forked from this process and confined like
-    :func:`run` (workspace ``cwd``); its return value comes back pickled, an exception it raises is
-    raised here again (as :class:`SandboxError` when it cannot be pickled), and
+    :func:`run` (workspace ``cwd``). Its return value comes back pickled; an exception it raises
+    is raised here again (as :class:`SandboxError` when it cannot be pickled);
     :class:`SandboxTimeout` when it runs past ``limits.timeout``. The child starts as a copy of this
     process: it sees the same variables, but what it changes stays in the child. Blocks; an async
     function is run to completion in the child."""
     require()
     from ._fork import call_forked
 
-    return call_forked(function, args, kwargs, cwd=os.fspath(cwd), limits=limits or Limits())
+    limits = limits or Limits()
+    return call_forked(function, tuple(args), dict(kwargs or {}), cwd=os.fspath(cwd), limits=limits)
