@@ -15,7 +15,7 @@ import pytest
 from ipyagent import Agent
 from ipyagent.agentlib import sandbox
 from ipyagent.agentlib.errors import UserError
-from ipyagent.agentlib.sandbox import _paths
+from ipyagent.agentlib.sandbox._policy import read_paths
 from ipyagent.agentlib.tools import RunContext, tool
 from ipyagent.testing import ScriptedModel, tool_call
 
@@ -209,7 +209,7 @@ def test_reads_allow_the_python_under_home_but_never_home_itself(tmp_path: Path)
     home = tmp_path / "home"
     venv = home / ".venv"
     venv.mkdir(parents=True)
-    allowed = _paths.read_paths(home=str(home), python_paths=[str(home), str(venv), "/", str(tmp_path)])
+    allowed = read_paths(home=str(home), python_paths=[str(home), str(venv), "/", str(tmp_path)])
     assert str(venv.resolve()) in allowed
     assert str(home.resolve()) not in allowed
     assert "/" not in allowed and str(tmp_path.resolve()) not in allowed  # they hold the home folder

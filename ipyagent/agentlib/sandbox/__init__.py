@@ -24,21 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import AgentError
-from . import _landlock, _paths
+from . import _confine
 from ._confine import CONFINE_FAILED
+from ._errors import SandboxError, SandboxTimeout, SandboxUnavailable
+from ._fork import call_forked
+from ._policy import Limits, launcher_argv
 
 __all__ = [
     "Availability",
@@ -52,45 +51,7 @@ __all__ = [
     "run",
 ]
 
-_LAUNCHER = str(Path(__file__).with_name("_launch.py"))
-#: Environment variables a command sees (besides PATH, HOME and TMPDIR): never keys or tokens.
-PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "VIRTUAL_ENV")
 OFF_VALUES = ("off", "0", "false", "no", "none")
-
-
-class SandboxError(AgentError):
-    """The sandbox could not run the call."""
-
-    layer = "tool"
-    default_code = "sandbox_error"
-
-
-class SandboxUnavailable(SandboxError):
-    """This machine cannot confine a child process, so the sandboxed tool was not run."""
-
-    default_code = "sandbox_unavailable"
-
-
-class SandboxTimeout(SandboxError):
-    """A sandboxed call ran past its time limit and was killed."""
-
-    default_code = "sandbox_timeout"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What a sandboxed call may use. ``memory``: bytes of address space per process (for
-    :func:`call`, on top of what the kernel's process already holds); ``max_procs``: processes at
-    once (as root, at least 300: see docs/sandbox.md); ``output``: bytes of stdout and of stderr
-    kept."""
-
-    timeout: float = 60.0
-    memory: int | None = 2 << 30
-    max_procs: int = 64
-    file_size: int = 1 << 30
-    open_files: int = 1024
-    output: int = 200_000
-    network: bool = False
 
 
 @dataclass(frozen=True)
@@ -156,7 +117,7 @@ def _probe() -> Availability:
             f"The sandbox needs Linux (Landlock and namespaces); this is {sys.platform}. Tools that must "
             "run confined are refused here: run the notebook on Linux, e.g. in a container or VM.",
         )
-    abi = _landlock.abi_version()
+    abi = _confine.abi_version()
     if abi < 1:
         return Availability(
             None,
@@ -166,7 +127,7 @@ def _probe() -> Availability:
         )
     with tempfile.TemporaryDirectory(prefix="ipyagent-probe-") as folder:
         try:
-            argv = _launch_argv(["true"], cwd=folder, tmp=folder, limits=Limits(timeout=10))
+            argv = launcher_argv(["true"], cwd=folder, tmp=folder, limits=Limits(timeout=10))
             done = subprocess.run(argv, env={}, capture_output=True, timeout=20, check=False)
         except (OSError, subprocess.SubprocessError) as exc:
             return Availability(None, f"The sandbox's launcher could not start: {exc}.", abi)
@@ -198,44 +159,6 @@ def require() -> Availability:
     return state
 
 
-def _spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
-    workspace = os.path.realpath(cwd)
-    return {
-        "cwd": workspace,
-        "read": _paths.read_paths(),
-        "write": sorted({workspace, os.path.realpath(tmp)}),
-        "files": _paths.device_rules(),
-        "network": limits.network,
-        "memory": limits.memory,
-        "cpu_seconds": max(1, int(limits.timeout) + 1),
-        "max_procs": limits.max_procs,
-        "file_size": limits.file_size,
-        "open_files": limits.open_files,
-    }
-
-
-def _command_env(tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    path = [os.path.dirname(sys.executable)] if sys.executable else []
-    path += ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]
-    env = {"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": tmp, "TMPDIR": tmp, "TERM": "dumb"}
-    env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
-    env.update(extra or {})
-    return env
-
-
-def _launch_argv(
-    command: Sequence[str], *, cwd: str, tmp: str, limits: Limits, env: Mapping[str, str] | None = None
-) -> list[str]:
-    """The launcher's command line (run it with an empty environment: the command's own is in
-    the spec)."""
-    spec = _spec(cwd, tmp, limits)
-    spec["argv"] = list(command)
-    spec["env"] = _command_env(tmp, env)
-    python = sys.executable or shutil.which("python3") or "python3"
-    # -E -s -S: no environment variables, user site or site packages read by the launcher.
-    return [python, "-E", "-s", "-S", _LAUNCHER, json.dumps(spec)]
-
-
 async def run(
     command: str | Sequence[str],
     *,
@@ -251,7 +174,7 @@ async def run(
     limits = limits or Limits()
     argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-") as tmp:
-        argv = _launch_argv(argv_command, cwd=os.fspath(cwd), tmp=tmp, limits=limits, env=env)
+        argv = launcher_argv(argv_command, cwd=os.fspath(cwd), tmp=tmp, limits=limits, env=env)
         process = await asyncio.create_subprocess_exec(
             *argv,
             env={},
@@ -323,7 +246,5 @@ def call(
     process: it sees the same variables, but what it changes stays in the child. Blocks; an async
     function is run to completion in the child."""
     require()
-    from ._fork import call_forked
-
     limits = limits or Limits()
     return call_forked(function, tuple(args), dict(kwargs or {}), cwd=os.fspath(cwd), limits=limits)

@@ -1,4 +1,5 @@
-"""Confining the current process: namespaces, resource limits, then Landlock.
+"""Confining the current process: namespaces, resource limits, then Landlock — and the
+sandbox's launcher, which confines itself this way and then becomes the command.
 
 :func:`enter` is called in a process that has one thread (the launcher, or a child just forked
 from the kernel). It puts that process in new user, network and PID namespaces, forks once more
@@ -18,29 +19,50 @@ What each piece is for (measured in docs/sandbox.md):
 - rlimits: address space, CPU seconds, file size, open files, processes (a non-root user);
 - Landlock: reads only where a command needs to read, writes only in the workspace.
 
-Standard library only: the launcher loads this module by itself, before Python's site packages.
+Landlock is Linux's unprivileged access control, called here through ``ctypes``: a process builds
+a ruleset (which rights it handles, and which folders or files keep which of them), then
+restricts itself, for good, with every child it makes. What each ABI version adds:
+
+    1  (5.13) files and folders: read, write, execute, make, remove
+    2  (5.19) REFER: renaming or linking a file into another folder
+    3  (6.2)  TRUNCATE
+    4  (6.7)  TCP bind and connect
+    5  (6.10) IOCTL on devices
+    6  (6.12) scopes: no signals to, and no abstract Unix sockets of, processes outside
+
+The launcher: ``python -E -s -S _confine.py SPEC`` (no site packages, no environment variables
+read, so it starts in a few milliseconds and nothing installed can change what it does).
+``SPEC`` is one dict in :mod:`marshal` format, hex-encoded: the confinement (see :func:`enter`),
+``argv`` and ``env``. When a step of the confinement fails, the command is not run: the
+launcher writes ``ipyagent-sandbox: why`` to stderr and exits with status 125.
+
+Standard library only, and only its cheapest modules: no ``json`` (it imports ``re`` and
+``enum``), no ``signal`` (``enum``), ``typing`` only for the type checker — together they took
+longer than the rest of the launcher.
 """
 
 from __future__ import annotations
 
 import ctypes
+import marshal
 import os
 import resource
-import signal
-from typing import Any
+import struct
+import sys
 
-if __package__:
-    from . import _landlock
-else:  # loaded by the launcher, run as a script by path: this folder is sys.path[0]
-    import _landlock  # type: ignore[import-not-found,no-redef]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
-__all__ = ["ConfineError", "enter"]
+__all__ = ["CONFINE_FAILED", "ConfineError", "abi_version", "enter", "landlock"]
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWIPC = 0x08000000
 _PR_SET_PDEATHSIG = 1
+_SIGKILL = 9  # the same on every Linux architecture
 #: The kernel will not take a per-namespace pid_max below RESERVED_PIDS + 1.
 PID_MAX_FLOOR = 301
 #: Exit status of the outer process when the confinement itself failed (told apart by a message
@@ -69,7 +91,7 @@ def enter(spec: dict[str, Any]) -> None:
     child = os.fork()
     if child:
         _stay_outside(child)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the outer one killed: so is this one
+    libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)  # the outer one killed: so is this one
     _limit_processes(spec["max_procs"], root=uid == 0)
     _limit(resource.RLIMIT_CPU, spec["cpu_seconds"])
     _limit(resource.RLIMIT_FSIZE, spec["file_size"])
@@ -77,7 +99,7 @@ def enter(spec: dict[str, Any]) -> None:
     _limit(resource.RLIMIT_CORE, 0)
     if spec["memory"] is not None:
         _limit(resource.RLIMIT_AS, spec["memory"])
-    _landlock.restrict(
+    landlock(
         read=spec["read"],
         write=spec["write"],
         files=[(path, rights) for path, rights in spec["files"]],
@@ -96,7 +118,8 @@ def _stay_outside(child: int) -> None:
             continue
     if os.WIFSIGNALED(status):
         # Leave the same way, so the caller can tell "killed by SIGKILL" from an exit code.
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal(os.WTERMSIG(status), ctypes.c_void_p(0))  # SIG_DFL: Python ignores some
         os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
@@ -130,3 +153,158 @@ def _write(path: str, text: str) -> None:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
+
+
+# -- Landlock --------------------------------------------------------------------------------------
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on every architecture
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+_PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13
+TRUNCATE = 1 << 14
+IOCTL_DEV = 1 << 15
+
+NET_BIND_TCP = 1 << 0
+NET_CONNECT_TCP = 1 << 1
+
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+SCOPE_SIGNAL = 1 << 1
+
+#: Every file-system right each ABI version knows.
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+#: The rights that apply to a file (a rule on a file may grant only these).
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+
+READ = EXECUTE | READ_FILE | READ_DIR
+WRITE = (
+    READ
+    | WRITE_FILE
+    | REMOVE_DIR
+    | REMOVE_FILE
+    | MAKE_DIR
+    | MAKE_REG
+    | MAKE_SOCK
+    | MAKE_FIFO
+    | MAKE_SYM
+    | REFER
+    | TRUNCATE
+)
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI version; 0 when it has none or has it disabled."""
+    try:
+        libc = _libc()
+    except OSError:
+        return 0
+    flags = ctypes.c_uint32(_CREATE_RULESET_VERSION)
+    return max(0, int(libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), flags)))
+
+
+def fs_rights(abi: int) -> int:
+    """Every file-system right ABI ``abi`` handles."""
+    return _FS_BY_ABI[max(v for v in _FS_BY_ABI if v <= abi)]
+
+
+def landlock(
+    *,
+    read: Iterable[str],
+    write: Iterable[str],
+    files: Iterable[tuple[str, int]] = (),
+    network: bool,
+) -> int:
+    """Confine this process (and what it starts) for good: ``read`` folders and files may be read
+    and run, ``write`` folders are the only ones that may change, ``files`` are single files with
+    their own rights (``/dev/null``). Unless ``network``, TCP bind and connect are denied where the
+    kernel can (ABI 4+). Signals and abstract Unix sockets stay inside the sandbox where the kernel
+    can (ABI 6+). Returns the ABI version used. Paths that do not exist are skipped."""
+    abi = abi_version()
+    if abi < 1:
+        raise ConfineError(0, "Landlock is not available in this kernel")
+    libc = _libc()
+    handled_fs = fs_rights(abi)
+    handled_net = (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 and not network else 0
+    scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0
+    if abi >= 6:
+        attr = struct.pack("=QQQ", handled_fs, handled_net, scoped)
+    elif abi >= 4:
+        attr = struct.pack("=QQ", handled_fs, handled_net)
+    else:
+        attr = struct.pack("=Q", handled_fs)
+    ruleset = libc.syscall(_CREATE_RULESET, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise _failed("create a Landlock ruleset")
+    try:
+        for path in read:
+            _add_path(libc, ruleset, path, READ & handled_fs)
+        for path in write:
+            _add_path(libc, ruleset, path, WRITE & handled_fs)
+        for path, rights in files:
+            _add_path(libc, ruleset, path, rights & handled_fs)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _failed("set no_new_privs")
+        if libc.syscall(_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) != 0:
+            raise _failed("restrict this process with Landlock")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def _add_path(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # not on this machine: nothing to allow
+    try:
+        if not os.path.isdir(path):
+            rights &= FILE_RIGHTS
+        rule = struct.pack("=Qi", rights, fd)
+        if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, ctypes.c_uint32(0)) != 0:
+            raise _failed(f"allow {path} in the Landlock ruleset")
+    finally:
+        os.close(fd)
+
+
+def _failed(what: str) -> ConfineError:
+    errno = ctypes.get_errno()
+    return ConfineError(errno, f"could not {what}: {os.strerror(errno)}")
+
+
+# -- the launcher ----------------------------------------------------------------------------------
+
+
+def main() -> None:
+    spec = marshal.loads(bytes.fromhex(sys.argv[1]))
+    try:
+        enter(spec)
+    except OSError as exc:
+        os.write(2, f"ipyagent-sandbox: {exc.strerror or exc}\n".encode())
+        os._exit(CONFINE_FAILED)
+    try:
+        os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
+    except OSError as exc:  # as a shell says it: the command is not there, or not runnable
+        os.write(2, f"{spec['argv'][0]}: {exc.strerror}\n".encode())
+        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,4 @@
-"""A Python function in a confined child forked from this process (:func:`ipyagent.sandbox.call`).
+"""A Python function in a confined child forked from this process (:func:`sandbox.call`).
 
 The child is a copy of the kernel: it has the function, its closure and the user's variables
 without pickling them. It keeps only the descriptor it answers on (the kernel's sockets — to
@@ -29,8 +29,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from . import Limits, SandboxError, SandboxTimeout, SandboxUnavailable, _spec
 from ._confine import CONFINE_FAILED, enter
+from ._errors import SandboxError, SandboxTimeout, SandboxUnavailable
+from ._policy import Limits, build_spec
 
 __all__ = ["call_forked"]
 
@@ -41,7 +42,7 @@ def call_forked(
     function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, cwd: str, limits: Limits
 ) -> Any:
     with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-") as tmp:
-        spec = _spec(cwd, tmp, limits)
+        spec = build_spec(cwd, tmp, limits)
         if limits.memory is not None:
             spec["memory"] = _address_space() + limits.memory  # the copy of the kernel, and then some
         read_end, write_end = os.pipe()

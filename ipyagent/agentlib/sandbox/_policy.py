@@ -1,4 +1,5 @@
-"""Where a sandboxed command may read and write.
+"""What a sandboxed call may do: its :class:`Limits`, where it may read and write, what it sees
+of the environment, and the launcher's command line that carries all of it.
 
 Writes: the workspace, and a private temporary folder made for the call (``TMPDIR`` and ``HOME``
 point there), removed after it. Nothing else.
@@ -21,14 +22,39 @@ readable.
 
 from __future__ import annotations
 
+import marshal
 import os
+import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from . import _landlock
+from . import _confine
 
-__all__ = ["device_rules", "read_paths"]
+__all__ = ["Limits", "build_spec", "command_env", "device_rules", "launcher_argv", "read_paths"]
+
+LAUNCHER = _confine.__file__
+#: Environment variables a command sees (besides PATH, HOME and TMPDIR): never keys or tokens.
+PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "VIRTUAL_ENV")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a sandboxed call may use. ``memory``: bytes of address space per process (for
+    :func:`call`, on top of what the kernel's process already holds); ``max_procs``: processes at
+    once (as root, at least 300: see docs/sandbox.md); ``output``: bytes of stdout and of stderr
+    kept."""
+
+    timeout: float = 60.0
+    memory: int | None = 2 << 30
+    max_procs: int = 64
+    file_size: int = 1 << 30
+    open_files: int = 1024
+    output: int = 200_000
+    network: bool = False
+
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc")
 #: Entries of /etc left out: they hold the machine's secrets.
@@ -57,11 +83,11 @@ ETC_SECRETS = frozenset(
 #: Entries of /etc/ssl left out.
 SSL_SECRETS = frozenset({"private"})
 DEVICES = {
-    "/dev/null": _landlock.READ_FILE | _landlock.WRITE_FILE | _landlock.TRUNCATE,
-    "/dev/zero": _landlock.READ_FILE,
-    "/dev/full": _landlock.READ_FILE | _landlock.WRITE_FILE,
-    "/dev/random": _landlock.READ_FILE,
-    "/dev/urandom": _landlock.READ_FILE,
+    "/dev/null": _confine.READ_FILE | _confine.WRITE_FILE | _confine.TRUNCATE,
+    "/dev/zero": _confine.READ_FILE,
+    "/dev/full": _confine.READ_FILE | _confine.WRITE_FILE,
+    "/dev/random": _confine.READ_FILE,
+    "/dev/urandom": _confine.READ_FILE,
 }
 
 
@@ -113,3 +139,41 @@ def _entries(folder: str, leave_out: frozenset[str], *, descend: dict[str, froze
 def _under(inner: str, outer: str) -> bool:
     """Whether ``inner`` is inside ``outer`` (both resolved)."""
     return inner.startswith(outer.rstrip("/") + "/")
+
+
+def build_spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
+    workspace = os.path.realpath(cwd)
+    return {
+        "cwd": workspace,
+        "read": read_paths(),
+        "write": sorted({workspace, os.path.realpath(tmp)}),
+        "files": device_rules(),
+        "network": limits.network,
+        "memory": limits.memory,
+        "cpu_seconds": max(1, int(limits.timeout) + 1),
+        "max_procs": limits.max_procs,
+        "file_size": limits.file_size,
+        "open_files": limits.open_files,
+    }
+
+
+def command_env(tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    path = [os.path.dirname(sys.executable)] if sys.executable else []
+    path += ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]
+    env = {"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": tmp, "TMPDIR": tmp, "TERM": "dumb"}
+    env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
+    env.update(extra or {})
+    return env
+
+
+def launcher_argv(
+    command: Sequence[str], *, cwd: str, tmp: str, limits: Limits, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """The launcher's command line (run it with an empty environment: the command's own is in
+    the spec)."""
+    spec = build_spec(cwd, tmp, limits)
+    spec["argv"] = list(command)
+    spec["env"] = command_env(tmp, env)
+    python = sys.executable or shutil.which("python3") or "python3"
+    # -E -s -S: no environment variables, user site or site packages read by the launcher.
+    return [python, "-E", "-s", "-S", LAUNCHER, marshal.dumps(spec).hex()]
