@@ -61,6 +61,8 @@ _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWIPC = 0x08000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 _PR_SET_PDEATHSIG = 1
 _SIGKILL = 9  # the same on every Linux architecture
 #: The kernel will not take a per-namespace pid_max below RESERVED_PIDS + 1.
@@ -81,7 +83,8 @@ def enter(spec: dict[str, Any]) -> None:
     ``file_size``, ``open_files``, ``cwd``."""
     libc = ctypes.CDLL(None, use_errno=True)
     uid, gid = os.geteuid(), os.getegid()
-    flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWIPC | (0 if spec["network"] else _CLONE_NEWNET)
+    flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS
+    flags |= 0 if spec["network"] else _CLONE_NEWNET
     if libc.unshare(flags) != 0:
         errno = ctypes.get_errno()
         raise ConfineError(errno, f"could not make user namespaces: {os.strerror(errno)}")
@@ -92,6 +95,9 @@ def enter(spec: dict[str, Any]) -> None:
     if child:
         _stay_outside(child)
     libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)  # the outer one killed: so is this one
+    read = list(spec["read"])
+    if "/proc" in read and not _own_proc(libc):
+        read.remove("/proc")  # the machine's /proc would show every process's command line
     _limit_processes(spec["max_procs"], root=uid == 0)
     _limit(resource.RLIMIT_CPU, spec["cpu_seconds"])
     _limit(resource.RLIMIT_FSIZE, spec["file_size"])
@@ -100,12 +106,20 @@ def enter(spec: dict[str, Any]) -> None:
     if spec["memory"] is not None:
         _limit(resource.RLIMIT_AS, spec["memory"])
     landlock(
-        read=spec["read"],
+        read=read,
         write=spec["write"],
         files=[(path, rights) for path, rights in spec["files"]],
         network=spec["network"],
     )
     os.chdir(spec["cwd"])
+
+
+def _own_proc(libc: ctypes.CDLL) -> bool:
+    """Mount a /proc that shows only this PID namespace's processes (in this mount namespace).
+    Fails where the machine's /proc is partly masked (as in many containers): then no /proc."""
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return False
+    return bool(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0)
 
 
 def _stay_outside(child: int) -> None:
