@@ -3,9 +3,14 @@ sandbox is off nothing runs at all."""
 
 from __future__ import annotations
 
+import marshal
 import os
+import pwd
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +20,8 @@ import pytest
 from ipyagent import Agent
 from ipyagent.agentlib import sandbox
 from ipyagent.agentlib.errors import UserError
-from ipyagent.agentlib.sandbox._policy import read_paths
+from ipyagent.agentlib.sandbox import _confine
+from ipyagent.agentlib.sandbox._policy import build_spec, read_paths
 from ipyagent.agentlib.tools import RunContext, tool
 from ipyagent.testing import ScriptedModel, tool_call
 
@@ -341,3 +347,68 @@ async def test_with_the_sandbox_off_a_sandboxed_tool_is_refused(
     assert is_error
     assert "Not run" in content and "IPYAGENT_SANDBOX" in content and "never run unconfined" in content
     assert not (workspace / "ran.txt").exists()
+
+
+# -- as a user ----------------------------------------------------------------------------------------
+
+AS_USER_BOMB = (
+    "import os, socket, time\n"
+    "try:\n"
+    "    open('../outside/escaped.txt', 'w')\n"
+    "    print('wrote outside')\n"
+    "except OSError as exc:\n"
+    "    print('write refused', exc.errno)\n"
+    "try:\n"
+    "    socket.create_connection(('127.0.0.1', 9), timeout=5)\n"
+    "except OSError as exc:\n"
+    "    print('connect refused', exc.errno)\n"
+    "made = 0\n"
+    "try:\n"
+    "    while made < 5000:\n"
+    "        if os.fork() == 0:\n"
+    "            time.sleep(60); os._exit(0)\n"
+    "        made += 1\n"
+    "except OSError as exc:\n"
+    "    print('stopped', made, exc.errno)\n"
+)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"),
+    reason="becoming another user needs root, setpriv and the system's python3",
+)
+@needs_sandbox
+def test_as_a_user_the_same_confinement_holds_and_processes_stop_at_max_procs() -> None:
+    """Root's CI runs the rest; this runs the launcher as ``nobody``, where RLIMIT_NPROC (not the
+    PID namespace's pid_max) is what stops a fork bomb. The launcher is standard library only, so
+    it is copied to where ``nobody`` can read it and run by the system's Python."""
+    nobody = pwd.getpwnam("nobody")
+    folder = Path(tempfile.mkdtemp(prefix="ipyagent-as-user-"))
+    try:
+        folder.chmod(0o755)
+        launcher = folder / "confine.py"
+        shutil.copy(_confine.__file__, launcher)
+        workspace, outside = folder / "workspace", folder / "outside"
+        workspace.mkdir()
+        outside.mkdir(mode=0o777)
+        outside.chmod(0o777)  # the file system would let nobody write here: only the sandbox stops it
+        os.chown(workspace, nobody.pw_uid, nobody.pw_gid)
+        spec = build_spec(str(workspace), str(workspace), sandbox.Limits(max_procs=10, timeout=60))
+        spec["argv"] = ["/usr/bin/python3", "-c", AS_USER_BOMB]
+        spec["env"] = {"PATH": "/usr/bin:/bin", "HOME": str(workspace)}
+        become = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
+        done = subprocess.run(
+            [*become, "/usr/bin/python3", "-E", "-s", "-S", str(launcher), marshal.dumps(spec).hex()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        lines = done.stdout.splitlines()
+        # EACCES from Landlock's TCP rule (ABI 4+), or ENETUNREACH from the empty network namespace.
+        assert lines[0] == "write refused 13" and lines[1] in ("connect refused 13", "connect refused 101"), done
+        word, made, errno = lines[2].split()
+        assert word == "stopped" and errno == "11" and int(made) < 10
+        assert os.listdir(outside) == []
+    finally:
+        shutil.rmtree(folder)
