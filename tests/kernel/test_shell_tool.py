@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import Kernel, text_of
 
 from ipyagent import Agent
 from ipyagent.agentlib import sandbox
@@ -70,3 +71,23 @@ async def test_without_a_sandbox_shell_is_refused(tmp_path: Path, monkeypatch: p
     assert block.is_error
     assert "Not run" in block.content and "IPYAGENT_SANDBOX" in block.content
     assert not (tmp_path / "ran.txt").exists()
+
+
+@needs_sandbox
+def test_in_a_kernel_shell_is_offered_by_name_and_runs_confined_in_the_notebooks_folder(
+    kernel: Kernel, jupyter_env: Path
+) -> None:
+    kernel.run(
+        "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel, tool_call\n"
+        "m = ScriptedModel([[tool_call('shell', {'command': 'pwd; echo hi > made.txt; ls ~'})], 'Done.',"
+        " 'Nothing to run.'])"
+    )
+    reply, outputs = kernel.run("%%agent -y -m m --tools shell -o r\nMake a file.")
+    assert reply["status"] == "ok", text_of(outputs)
+    _, outputs = kernel.run("print(r.messages[2].tool_results[0].content)")
+    assert text_of(outputs).strip() == f"[exit code 0]\n[stdout]\n{jupyter_env.resolve()}"
+    assert (jupyter_env / "made.txt").read_text() == "hi\n"
+    # Not named, not offered.
+    kernel.run("%%agent -y -m m\nAnything?")
+    _, outputs = kernel.run("print('shell' in [t.name for t in m.requests[-1].tools])")
+    assert text_of(outputs).strip() == "False"
