@@ -33,6 +33,9 @@ from .errors import UserError
 from .messages import ImageBlock
 from .model import ToolSpec
 
+if typing.TYPE_CHECKING:
+    from .sandbox import Limits
+
 __all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -90,8 +93,9 @@ class Tool:
     context_parameter: str | None = None
     #: Positional-only parameters in order, with their defaults (they cannot be passed by name).
     positional_only: tuple[tuple[str, Any], ...] = ()
-    #: Run in a forked child confined by the OS (writes only in the current folder, no network).
-    sandboxed: bool = False
+    #: Run in a forked child confined by the OS (writes only in the current folder, no network),
+    #: with the sandbox's default limits or the :class:`~.sandbox.Limits` given.
+    sandboxed: bool | Limits = False
     spec: ToolSpec = field(init=False)
 
     def __post_init__(self) -> None:
@@ -137,7 +141,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
-    sandboxed: bool = False,
+    sandboxed: bool | Limits = False,
 ) -> Tool: ...
 @overload
 def tool(
@@ -146,7 +150,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
-    sandboxed: bool = False,
+    sandboxed: bool | Limits = False,
 ) -> Callable[[F], Tool]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -156,7 +160,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
-    sandboxed: bool = False,
+    sandboxed: bool | Limits = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function: ``@tool``, ``@tool(read_only=True)`` or ``tool(fn)``.
 
@@ -170,6 +174,8 @@ def tool(
             read no personal files, open no network connection, and is killed at ``timeout``.
             Its return value is pickled back. Where this machine cannot confine a child, the
             call is refused, never run unconfined (see ``ipyagent.agentlib.sandbox.available()``).
+            Pass ``sandbox.Limits(network=True, memory=..., ...)`` instead of True to change
+            the limits.
     """
 
     def build(fn: Callable[..., Any]) -> Tool:
@@ -207,7 +213,7 @@ def _build(
     description: str | None,
     read_only: bool,
     timeout: float | None,
-    sandboxed: bool = False,
+    sandboxed: bool | Limits = False,
 ) -> Tool:
     tool_name = name if name is not None else getattr(fn, "__name__", None) or type(fn).__name__
     if not _NAME.fullmatch(tool_name):
@@ -276,7 +282,10 @@ async def _call_sandboxed(tool: Tool, args: list[Any], kwargs: dict[str, Any]) -
     """Run ``tool``'s function in the sandbox, in the current folder, killed at its timeout."""
     from . import sandbox
 
-    limits = sandbox.Limits(timeout=tool.timeout if tool.timeout is not None else SANDBOX_TIMEOUT)
+    if isinstance(tool.sandboxed, sandbox.Limits):
+        limits = tool.sandboxed
+    else:
+        limits = sandbox.Limits(timeout=tool.timeout if tool.timeout is not None else SANDBOX_TIMEOUT)
     return await asyncio.to_thread(sandbox.call, tool.function, args, kwargs, cwd=os.getcwd(), limits=limits)
 
 

@@ -124,13 +124,18 @@ async def test_secrets_of_the_machine_and_of_the_kernel_stay_unreadable(
     assert "'/tmp': Permission denied" in result.stderr
 
 
+#: A test server's port, the connections it accepted, and an event set on the first one.
+Server = tuple[int, list[object], threading.Event]
+
+
 @pytest.fixture
-def server() -> Iterator[tuple[int, list[object]]]:
+def server() -> Iterator[Server]:
     """A TCP server on 127.0.0.1 that records every connection it accepts."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     accepted: list[object] = []
+    arrived = threading.Event()  # set on the first connection accepted
 
     def serve() -> None:
         while True:
@@ -139,18 +144,19 @@ def server() -> Iterator[tuple[int, list[object]]]:
             except OSError:
                 return
             accepted.append(conn)
+            arrived.set()
             conn.close()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    yield listener.getsockname()[1], accepted
+    yield listener.getsockname()[1], accepted, arrived
     listener.close()
     thread.join(5)
 
 
 @needs_sandbox
-async def test_a_network_connection_fails(workspace: Path, server: tuple[int, list[object]]) -> None:
-    port, accepted = server
+async def test_a_network_connection_fails(workspace: Path, server: Server) -> None:
+    port, accepted, _ = server
     probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('connected')"
     result = await sh(f'{PY} -c "{probe}"', workspace)
     assert result.exit_code != 0
@@ -249,8 +255,8 @@ def test_a_function_cannot_write_outside_and_its_error_returns(workspace: Path, 
 
 
 @needs_sandbox
-def test_a_function_cannot_connect(workspace: Path, server: tuple[int, list[object]]) -> None:
-    port, accepted = server
+def test_a_function_cannot_connect(workspace: Path, server: Server) -> None:
+    port, accepted, _ = server
 
     def connect() -> None:
         socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -306,6 +312,27 @@ async def test_a_sandboxed_tool_writes_in_the_current_folder_only(
     content, is_error = await run_tool(save, {"name": str(outside / "x.txt"), "text": "hi"})
     assert is_error and "PermissionError" in content
     assert os.listdir(outside) == []
+
+
+@needs_sandbox
+async def test_a_sandboxed_tool_may_be_given_the_network(
+    workspace: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port, accepted, _ = server
+    monkeypatch.chdir(workspace)
+
+    def fetch() -> str:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        return "reached"
+
+    agent = Agent(
+        model=ScriptedModel([tool_call("fetch", {}), "done"]),
+        tools=[tool(fetch, sandboxed=sandbox.Limits(network=True))],
+        auto_approve=True,
+    )
+    result = await agent.run("go")
+    assert result.messages[2].tool_results[0].content == "reached"
+    assert server[2].wait(10) and len(accepted) == 1
 
 
 def test_a_sandboxed_tool_cannot_ask_for_the_run_context() -> None:

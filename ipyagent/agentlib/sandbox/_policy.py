@@ -42,14 +42,16 @@ PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "VIRTUAL_ENV")
 
 @dataclass(frozen=True)
 class Limits:
-    """What a sandboxed call may use. ``memory``: bytes of address space per process (for
-    :func:`call`, on top of what the kernel's process already holds); ``max_procs``: processes at
-    once (as root, at least 300: see docs/sandbox.md); ``output``: bytes of stdout and of stderr
-    kept."""
+    """What a sandboxed call may use. ``timeout``: seconds of wall-clock time (and of CPU);
+    ``memory``: bytes of address space per process (for :func:`call`, on top of what the kernel's
+    process already holds; the JVM reserves about 1.5 GB at start, so not much below 4 GB);
+    ``max_procs``: processes and threads at once (as root, at least 300: see docs/sandbox.md);
+    ``file_size``: bytes of any file written; ``output``: bytes of stdout and of stderr kept;
+    ``network``: allow the network (off: no connection of any kind)."""
 
     timeout: float = 60.0
-    memory: int | None = 2 << 30
-    max_procs: int = 64
+    memory: int | None = 4 << 30
+    max_procs: int = 256
     file_size: int = 1 << 30
     open_files: int = 1024
     output: int = 200_000

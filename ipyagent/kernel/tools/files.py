@@ -48,7 +48,7 @@ MAX_EDIT_BYTES = 10_000_000
 MAX_COUNT_BYTES = 256 * 1024 * 1024
 SEARCH_SECONDS = 30.0
 #: What one confined write may use; it holds at most MAX_EDIT_BYTES of text twice.
-WRITE_LIMITS = sandbox.Limits(timeout=60.0, memory=1 << 30, max_procs=4)
+WRITE_LIMITS = sandbox.Limits(timeout=60.0, memory=1 << 30, max_procs=16)
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".ipynb_checkpoints"}
 _WORKER = str(Path(__file__).with_name("_search.py"))
 
