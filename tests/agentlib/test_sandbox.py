@@ -220,6 +220,17 @@ async def test_output_is_bounded(workspace: Path) -> None:
     assert result.truncated
 
 
+@needs_sandbox
+async def test_the_home_folder_is_never_the_workspace(home: Path, tmp_path: Path) -> None:
+    for folder in (home, tmp_path):  # the home folder, and a folder that holds it
+        with pytest.raises(sandbox.SandboxError, match="home folder") as caught:
+            await sh("touch ran.txt", folder)
+        assert caught.value.code == "sandbox_home_workspace"
+        with pytest.raises(sandbox.SandboxError, match="home folder"):
+            sandbox.call(double, (1,), cwd=folder)
+    assert not (home / "ran.txt").exists() and not (tmp_path / "ran.txt").exists()
+
+
 def test_reads_allow_the_python_under_home_but_never_home_itself(tmp_path: Path) -> None:
     home = tmp_path / "home"
     venv = home / ".venv"

@@ -37,7 +37,7 @@ from . import _confine
 from ._confine import CONFINE_FAILED
 from ._errors import SandboxError, SandboxTimeout, SandboxUnavailable
 from ._fork import call_forked
-from ._policy import Limits, launcher_argv
+from ._policy import Limits, holds_home, launcher_argv
 
 __all__ = [
     "Availability",
@@ -132,7 +132,7 @@ def _probe() -> Availability:
         except (OSError, subprocess.SubprocessError) as exc:
             return Availability(None, f"The sandbox's launcher could not start: {exc}.", abi)
     if done.returncode == 0:
-        how = "namespaces (user, network, PID) + rlimits + Landlock"
+        how = "namespaces (user, network, PID, mount, IPC) + rlimits + Landlock"
         return Availability(f"landlock-v{abi}", f"Sandbox: {how}, Landlock ABI {abi}.", abi)
     why = done.stderr.decode(errors="replace").strip().removeprefix("ipyagent-sandbox:").strip()
     hint = ""
@@ -148,13 +148,23 @@ def _probe() -> Availability:
     return Availability(None, f"This machine cannot confine a child process: {why}.{hint}", abi)
 
 
-def require() -> Availability:
-    """The availability, or :class:`SandboxUnavailable` saying what is missing."""
+def require(workspace: str | os.PathLike[str] | None = None, *, allow_home: bool = False) -> Availability:
+    """The availability, or :class:`SandboxUnavailable` saying what is missing. With a
+    ``workspace``: :class:`SandboxError` when it is the home folder or holds it (unless
+    ``allow_home``), since the sandbox would then open the user's keys and settings."""
     state = available()
     if not state:
         raise SandboxUnavailable(
             f"Not run: this tool runs only inside the sandbox, and here it cannot. {state.reason}",
             hint="Tools that must run confined are never run unconfined; see docs/sandbox.md.",
+        )
+    if workspace is not None and not allow_home and holds_home(os.fspath(workspace)):
+        raise SandboxError(
+            f"Not run: the workspace {os.fspath(workspace)!r} is the home folder or holds it, so "
+            "the sandbox would let this tool read and change the user's keys and settings.",
+            hint="Keep the notebook in a folder of its own (a project folder under home), and "
+            "start Jupyter there.",
+            code="sandbox_home_workspace",
         )
     return state
 
@@ -165,15 +175,18 @@ async def run(
     cwd: str | os.PathLike[str],
     limits: Limits | None = None,
     env: Mapping[str, str] | None = None,
+    allow_home: bool = False,
 ) -> SandboxResult:
     """Run ``command`` (a shell command line, or an argv list) confined, in ``cwd`` (the
     workspace: the only folder it may write). Raises :class:`SandboxUnavailable` when this machine
-    cannot confine it — then nothing was run. ``env`` adds variables (the kernel's own, keys
+    cannot confine it — then nothing was run — and :class:`SandboxError` when ``cwd`` is the home
+    folder or holds it, unless ``allow_home``. ``env`` adds variables (the kernel's own, keys
     included, are never passed)."""
-    require()
+    require(cwd, allow_home=allow_home)
     limits = limits or Limits()
     argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-    with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-") as tmp:
+    # What the command leaves in its temporary folder may be hard to remove (mode 000): never an error.
+    with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-", ignore_cleanup_errors=True) as tmp:
         argv = launcher_argv(argv_command, cwd=os.fspath(cwd), tmp=tmp, limits=limits, env=env)
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -238,13 +251,14 @@ def call(
     *,
     cwd: str | os.PathLike[str],
     limits: Limits | None = None,
+    allow_home: bool = False,
 ) -> Any:
     """``function(*args, **kwargs)`` in a child forked from this process and confined like
     :func:`run` (workspace ``cwd``). Its return value comes back pickled; an exception it raises
     is raised here again (as :class:`SandboxError` when it cannot be pickled);
     :class:`SandboxTimeout` when it runs past ``limits.timeout``. The child starts as a copy of this
     process: it sees the same variables, but what it changes stays in the child. Blocks; an async
-    function is run to completion in the child."""
-    require()
+    function is run to completion in the child. ``allow_home``: as for :func:`run`."""
+    require(cwd, allow_home=allow_home)
     limits = limits or Limits()
     return call_forked(function, tuple(args), dict(kwargs or {}), cwd=os.fspath(cwd), limits=limits)

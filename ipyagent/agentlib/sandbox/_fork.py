@@ -41,7 +41,7 @@ MAX_RESULT_BYTES = 64 << 20
 def call_forked(
     function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, cwd: str, limits: Limits
 ) -> Any:
-    with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-", ignore_cleanup_errors=True) as tmp:
         spec = build_spec(cwd, tmp, limits)
         if limits.memory is not None:
             spec["memory"] = _address_space() + limits.memory  # the copy of the kernel, and then some

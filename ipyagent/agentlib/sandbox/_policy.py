@@ -33,7 +33,15 @@ from typing import Any
 
 from . import _confine
 
-__all__ = ["Limits", "build_spec", "command_env", "device_rules", "launcher_argv", "read_paths"]
+__all__ = [
+    "Limits",
+    "build_spec",
+    "command_env",
+    "device_rules",
+    "holds_home",
+    "launcher_argv",
+    "read_paths",
+]
 
 LAUNCHER = _confine.__file__
 #: Environment variables a command sees (besides PATH, HOME and TMPDIR): never keys or tokens.
@@ -141,6 +149,14 @@ def _entries(folder: str, leave_out: frozenset[str], *, descend: dict[str, froze
 def _under(inner: str, outer: str) -> bool:
     """Whether ``inner`` is inside ``outer`` (both resolved)."""
     return inner.startswith(outer.rstrip("/") + "/")
+
+
+def holds_home(cwd: str, home: str | None = None) -> bool:
+    """Whether the folder ``cwd`` is the home folder or holds it (``/``, ``/home``): made the
+    workspace, it would open the user's keys and settings to the sandboxed code."""
+    workspace = os.path.realpath(cwd)
+    home_dir = os.path.realpath(home if home is not None else os.path.expanduser("~"))
+    return workspace == home_dir or _under(home_dir, workspace)
 
 
 def build_spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:

@@ -228,8 +228,10 @@ def file_tools(
 
 
 def _confined(root: Path, function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)`` in a child the OS confines to the workspace (see the module docstring)."""
-    return sandbox.call(function, args, cwd=root.resolve(), limits=WRITE_LIMITS)
+    """``function(*args)`` in a child the OS confines to the workspace (see the module docstring).
+    A workspace that is the home folder is allowed here, unlike for ``shell``: the child runs only
+    the tools' own write, whose checks already keep it to the workspace and off protected files."""
+    return sandbox.call(function, args, cwd=root.resolve(), limits=WRITE_LIMITS, allow_home=True)
 
 
 def _write(root: str, parts: list[str], data: bytes, refuse: Mapping[tuple[int, int], str]) -> bool:
