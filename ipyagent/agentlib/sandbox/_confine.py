@@ -46,7 +46,6 @@ from __future__ import annotations
 import ctypes
 import marshal
 import os
-import resource
 import struct
 import sys
 
@@ -94,6 +93,8 @@ def enter(spec: dict[str, Any]) -> None:
     child = os.fork()
     if child:
         _stay_outside(child)
+    import resource  # here, not above: Unix only, and this module is imported everywhere
+
     libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)  # the outer one killed: so is this one
     read = list(spec["read"])
     if "/proc" in read and not _own_proc(libc):
@@ -139,6 +140,8 @@ def _stay_outside(child: int) -> None:
 
 
 def _limit_processes(max_procs: int, *, root: bool) -> None:
+    import resource
+
     if not root:
         # Counted per user in this user namespace: only the sandbox's own processes.
         _limit(resource.RLIMIT_NPROC, max_procs)
@@ -155,6 +158,8 @@ def _limit_processes(max_procs: int, *, root: bool) -> None:
 
 
 def _limit(which: int, value: int) -> None:
+    import resource
+
     _, hard = resource.getrlimit(which)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
