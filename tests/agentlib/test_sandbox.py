@@ -278,6 +278,26 @@ def test_a_function_cannot_connect(workspace: Path, server: Server) -> None:
 
 
 @needs_sandbox
+def test_a_function_cannot_use_a_connection_the_kernel_opened_before(workspace: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        kernel_side = socket.create_connection(listener.getsockname(), timeout=5)
+        server_side, _ = listener.accept()
+
+    def leak() -> None:
+        kernel_side.sendall(b"leaked ")
+
+    with pytest.raises(OSError, match="Socket operation on non-socket"):
+        sandbox.call(leak, cwd=workspace)
+    kernel_side.sendall(b"mine")  # the kernel's own descriptor is untouched
+    kernel_side.close()
+    with server_side:
+        received = b"".join(iter(lambda: server_side.recv(100), b""))
+    assert received == b"mine"
+
+
+@needs_sandbox
 def test_a_function_past_its_timeout_is_killed(workspace: Path) -> None:
     def forever() -> None:
         threading.Event().wait()

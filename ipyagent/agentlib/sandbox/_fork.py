@@ -1,9 +1,12 @@
 """A Python function in a confined child forked from this process (:func:`sandbox.call`).
 
 The child is a copy of the kernel: it has the function, its closure and the user's variables
-without pickling them. It keeps only the descriptor it answers on (the kernel's sockets — to
-the Jupyter server, to model providers — are closed: a socket opened before the network namespace
-would still reach out), makes its own session so it can be killed with everything it starts,
+without pickling them. It keeps only the descriptor it answers on: every other one — the kernel's
+sockets to the Jupyter server and to model providers, which would still reach out from inside a
+network namespace — is pointed at ``/dev/null`` (not closed: a number left free would be reused by
+the function's own files, and a finalizer of the kernel's copy would close it under them; the
+garbage collector is frozen for the same reason). It makes its own session, so it can be killed
+with everything it starts,
 confines itself (:func:`._confine.enter`), runs the function and writes back one pickle:
 ``("ok", value)`` or ``("error", exception or its description)``.
 
@@ -16,6 +19,7 @@ until its time limit and is killed, never forever.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import pickle
@@ -105,8 +109,9 @@ def _child(
     try:
         os.close(read_end)
         os.setsid()
-        _close_others(write_end)
-        sys.stdout = io.StringIO()  # the kernel's streams write to sockets that are closed now
+        gc.freeze()  # the kernel's objects are never collected here: their finalizers stay unrun
+        _cut_off(write_end)
+        sys.stdout = io.StringIO()  # the kernel's streams write to sockets that are cut off now
         sys.stderr = io.StringIO()
         os.environ.clear()
         os.environ.update({"HOME": tmp, "TMPDIR": tmp, "PATH": "/usr/local/bin:/usr/bin:/bin"})
@@ -157,9 +162,15 @@ def _send(fd: int, message: tuple[str, Any]) -> None:  # pragma: no cover - runs
         view = view[os.write(fd, view) :]
 
 
-def _close_others(keep: int) -> None:  # pragma: no cover - runs in the child
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 20)
+def _cut_off(keep: int) -> None:  # pragma: no cover - runs in the child
+    """Point every descriptor but ``keep`` at /dev/null."""
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in (keep, null):
+            with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+                os.dup2(null, fd, inheritable=fd <= 2)
+    os.close(null)
 
 
 def _read_all(fd: int, timeout: float) -> tuple[bytes, bool]:
