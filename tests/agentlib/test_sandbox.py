@@ -374,6 +374,27 @@ def test_a_sandboxed_tool_cannot_ask_for_the_run_context() -> None:
         tool(needs_context, sandboxed=True)
 
 
+@pytest.fixture
+def no_process_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine as root on Linux before 6.14: confined, but its processes cannot be limited."""
+    state = sandbox.Availability(
+        STATE.mechanism, "(root on Linux 6.1)", STATE.landlock_abi, process_limit=False
+    )
+    monkeypatch.setattr(sandbox, "_probed", state)
+
+
+@needs_sandbox
+async def test_without_a_process_limit_only_calls_that_start_none_run(
+    workspace: Path, no_process_limit: None
+) -> None:
+    with pytest.raises(sandbox.SandboxUnavailable, match="cannot limit its processes"):
+        await sh("touch ran.txt", workspace)
+    with pytest.raises(sandbox.SandboxUnavailable, match="cannot limit its processes"):
+        sandbox.call(double, (1,), cwd=workspace)
+    assert not (workspace / "ran.txt").exists()
+    assert sandbox.call(double, (21,), cwd=workspace, limits=sandbox.Limits(max_procs=None)) == 42
+
+
 # -- refusal ----------------------------------------------------------------------------------------
 
 

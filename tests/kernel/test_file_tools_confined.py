@@ -64,6 +64,21 @@ async def test_writes_and_edits_still_work(folders: tuple[Path, Path]) -> None:
     assert (workspace / "notes.txt").read_text() == "new text\n"
 
 
+@needs_sandbox
+async def test_writes_work_where_processes_cannot_be_limited(
+    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root on Linux before 6.14: the sandbox cannot limit processes, and the file tools' writes,
+    which start none, still run confined."""
+    workspace, _ = folders
+    state = sandbox.Availability(
+        STATE.mechanism, "(root on Linux 6.1)", STATE.landlock_abi, process_limit=False
+    )
+    monkeypatch.setattr(sandbox, "_probed", state)
+    block = await call(workspace, "write_file", {"path": "new.txt", "content": "x"})
+    assert block.content == "Created new.txt (1 characters)."
+
+
 async def test_without_a_sandbox_nothing_is_written(
     folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

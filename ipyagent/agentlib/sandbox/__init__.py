@@ -61,6 +61,10 @@ class Availability:
     mechanism: str | None
     reason: str
     landlock_abi: int = 0
+    #: Whether the number of processes can be limited. Root on Linux before 6.14 cannot be (see
+    #: docs/sandbox.md): there only calls with ``Limits(max_procs=None)`` — the file tools' own
+    #: writes — run; a ``shell`` command or a sandboxed tool is refused.
+    process_limit: bool = True
 
     def __bool__(self) -> bool:
         return self.mechanism is not None
@@ -125,16 +129,24 @@ def _probe() -> Availability:
             "the workspace. Use Linux 5.13 or later with Landlock enabled (landlock in the kernel's "
             "lsm= list).",
         )
-    with tempfile.TemporaryDirectory(prefix="ipyagent-probe-") as folder:
-        try:
-            argv = launcher_argv(["true"], cwd=folder, tmp=folder, limits=Limits(timeout=10))
-            done = subprocess.run(argv, env={}, capture_output=True, timeout=20, check=False)
-        except (OSError, subprocess.SubprocessError) as exc:
-            return Availability(None, f"The sandbox's launcher could not start: {exc}.", abi)
+    done = _try_launcher(Limits(timeout=10))
+    if isinstance(done, Availability):
+        return done
+    how = "namespaces (user, network, PID, mount, IPC) + rlimits + Landlock"
     if done.returncode == 0:
-        how = "namespaces (user, network, PID, mount, IPC) + rlimits + Landlock"
         return Availability(f"landlock-v{abi}", f"Sandbox: {how}, Landlock ABI {abi}.", abi)
-    why = done.stderr.decode(errors="replace").strip().removeprefix("ipyagent-sandbox:").strip()
+    why = _why(done)
+    if "processes" in why:  # root on a kernel without a per-namespace pid_max
+        unlimited = _try_launcher(Limits(timeout=10, max_procs=None))
+        if not isinstance(unlimited, Availability) and unlimited.returncode == 0:
+            return Availability(
+                f"landlock-v{abi}",
+                f"Sandbox: {how}, Landlock ABI {abi}; but {why}. Commands and sandboxed tools are "
+                "refused (they could start processes without end); the file tools' writes run. "
+                "Run the kernel as a normal user, or on Linux 6.14 or later.",
+                abi,
+                process_limit=False,
+            )
     hint = ""
     if "namespace" in why:
         hint = (
@@ -142,20 +154,44 @@ def _probe() -> Availability:
             "on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0), or run in a container that "
             "permits them."
         )
-    elif "processes" in why:
-        hint = " Run the kernel as a normal user, or on Linux 6.14 or later."
-    why = why or f"the launcher exited with status {done.returncode}"
     return Availability(None, f"This machine cannot confine a child process: {why}.{hint}", abi)
 
 
-def require(workspace: str | os.PathLike[str] | None = None, *, allow_home: bool = False) -> Availability:
-    """The availability, or :class:`SandboxUnavailable` saying what is missing. With a
-    ``workspace``: :class:`SandboxError` when it is the home folder or holds it (unless
-    ``allow_home``), since the sandbox would then open the user's keys and settings."""
+def _try_launcher(limits: Limits) -> subprocess.CompletedProcess[bytes] | Availability:
+    """The launcher run once on ``true``; an :class:`Availability` when it cannot even start."""
+    with tempfile.TemporaryDirectory(prefix="ipyagent-probe-") as folder:
+        try:
+            argv = launcher_argv(["true"], cwd=folder, tmp=folder, limits=limits)
+            return subprocess.run(argv, env={}, capture_output=True, timeout=20, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return Availability(None, f"The sandbox's launcher could not start: {exc}.")
+
+
+def _why(done: subprocess.CompletedProcess[bytes]) -> str:
+    why = done.stderr.decode(errors="replace").strip().removeprefix("ipyagent-sandbox:").strip()
+    return why or f"the launcher exited with status {done.returncode}"
+
+
+def require(
+    workspace: str | os.PathLike[str] | None = None,
+    *,
+    limits: Limits | None = None,
+    allow_home: bool = False,
+) -> Availability:
+    """The availability, or :class:`SandboxUnavailable` saying what is missing (for ``limits``,
+    when given: a process limit this machine cannot hold). With a ``workspace``:
+    :class:`SandboxError` when it is the home folder or holds it (unless ``allow_home``), since
+    the sandbox would then open the user's keys and settings."""
     state = available()
     if not state:
         raise SandboxUnavailable(
             f"Not run: this tool runs only inside the sandbox, and here it cannot. {state.reason}",
+            hint="Tools that must run confined are never run unconfined; see docs/sandbox.md.",
+        )
+    if limits is not None and limits.max_procs is not None and not state.process_limit:
+        raise SandboxUnavailable(
+            f"Not run: this tool runs only inside the sandbox, and here the sandbox cannot limit "
+            f"its processes. {state.reason}",
             hint="Tools that must run confined are never run unconfined; see docs/sandbox.md.",
         )
     if workspace is not None and not allow_home and holds_home(os.fspath(workspace)):
@@ -182,8 +218,8 @@ async def run(
     cannot confine it — then nothing was run — and :class:`SandboxError` when ``cwd`` is the home
     folder or holds it, unless ``allow_home``. ``env`` adds variables (the kernel's own, keys
     included, are never passed)."""
-    require(cwd, allow_home=allow_home)
     limits = limits or Limits()
+    require(cwd, limits=limits, allow_home=allow_home)
     argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     # What the command leaves in its temporary folder may be hard to remove (mode 000): never an error.
     with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-", ignore_cleanup_errors=True) as tmp:
@@ -259,6 +295,6 @@ def call(
     :class:`SandboxTimeout` when it runs past ``limits.timeout``. The child starts as a copy of this
     process: it sees the same variables, but what it changes stays in the child. Blocks; an async
     function is run to completion in the child. ``allow_home``: as for :func:`run`."""
-    require(cwd, allow_home=allow_home)
     limits = limits or Limits()
+    require(cwd, limits=limits, allow_home=allow_home)
     return call_forked(function, tuple(args), dict(kwargs or {}), cwd=os.fspath(cwd), limits=limits)

@@ -78,7 +78,7 @@ class ConfineError(OSError):
 def enter(spec: dict[str, Any]) -> None:
     """Confine this (single-threaded) process as ``spec`` says; returns only in the confined
     child (see the module docstring). ``spec``: ``read``, ``write``, ``files`` (Landlock rules),
-    ``network``, ``memory`` (bytes of address space, or None), ``cpu_seconds``, ``max_procs``,
+    ``network``, ``memory`` (bytes of address space, or None), ``cpu_seconds``, ``max_procs`` (or None),
     ``file_size``, ``open_files``, ``cwd``."""
     libc = ctypes.CDLL(None, use_errno=True)
     uid, gid = os.geteuid(), os.getegid()
@@ -139,9 +139,12 @@ def _stay_outside(child: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
-def _limit_processes(max_procs: int, *, root: bool) -> None:
+def _limit_processes(max_procs: int | None, *, root: bool) -> None:
+    """``None``: no limit, for code that starts no process (the file tools' own writes)."""
     import resource
 
+    if max_procs is None:
+        return
     if not root:
         # Counted per user in this user namespace: only the sandbox's own processes.
         _limit(resource.RLIMIT_NPROC, max_procs)

@@ -53,13 +53,14 @@ class Limits:
     """What a sandboxed call may use. ``timeout``: seconds of wall-clock time (and of CPU);
     ``memory``: bytes of address space per process (for :func:`call`, on top of what the kernel's
     process already holds; the JVM reserves about 1.5 GB at start, so not much below 4 GB);
-    ``max_procs``: processes and threads at once (as root, at least 300: see docs/sandbox.md);
+    ``max_procs``: processes and threads at once (as root, at least 300: see docs/sandbox.md;
+    ``None`` only for code that starts no process, where nothing needs limiting);
     ``file_size``: bytes of any file written; ``output``: bytes of stdout and of stderr kept;
     ``network``: allow the network (off: no connection of any kind)."""
 
     timeout: float = 60.0
     memory: int | None = 4 << 30
-    max_procs: int = 256
+    max_procs: int | None = 256
     file_size: int = 1 << 30
     open_files: int = 1024
     output: int = 200_000
