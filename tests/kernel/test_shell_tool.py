@@ -16,7 +16,9 @@ from ipyagent.kernel.tools.shell import shell_tools
 from ipyagent.testing import ScriptedModel, tool_call
 
 STATE = sandbox.available()
-needs_sandbox = pytest.mark.skipif(not STATE, reason=f"no OS sandbox on this machine: {STATE}")
+needs_sandbox = pytest.mark.skipif(
+    not (STATE and STATE.process_limit), reason=f"no OS sandbox for commands on this machine: {STATE}"
+)
 
 
 @pytest.fixture
