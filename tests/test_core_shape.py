@@ -36,8 +36,9 @@ PACKAGE = Path(ipyagent.__file__).parent
 CORE = PACKAGE / "agentlib"
 
 #: Underscore names that are public API: a named tuple's methods carry an underscore only so
-#: they cannot clash with field names (``urlsplit(...)._replace(netloc=...)`` in redact.py).
-PUBLIC_UNDERSCORE_NAMES = frozenset({"_replace", "_asdict", "_fields", "_field_defaults", "_make"})
+#: they cannot clash with field names (``urlsplit(...)._replace(netloc=...)`` in redact.py);
+#: ``os._exit`` is how a forked child ends without running its parent's cleanup (sandbox).
+PUBLIC_UNDERSCORE_NAMES = frozenset({"_replace", "_asdict", "_fields", "_field_defaults", "_make", "_exit"})
 
 
 @dataclass(frozen=True)

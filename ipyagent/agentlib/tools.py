@@ -8,6 +8,8 @@ are not passed at all, so the function's own defaults apply. A parameter annotat
 
 Whether a tool is ``read_only`` decides how the agent runs it: read-only tools run at once and
 concurrently; all others change something, so they ask for permission and run one at a time.
+A ``sandboxed`` tool runs in a child process the operating system confines (:mod:`.sandbox`),
+or, where this machine cannot confine one, not at all.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import re
 import typing
 import warnings
@@ -30,11 +33,16 @@ from .errors import UserError
 from .messages import ImageBlock
 from .model import ToolSpec
 
+if typing.TYPE_CHECKING:
+    from .sandbox import Limits
+
 __all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _NO_DEFAULT: Any = inspect.Parameter.empty
+#: Seconds a sandboxed tool without its own timeout may run (the agent's default tool timeout).
+SANDBOX_TIMEOUT = 120.0
 
 
 class ToolOutput(BaseModel):
@@ -85,6 +93,9 @@ class Tool:
     context_parameter: str | None = None
     #: Positional-only parameters in order, with their defaults (they cannot be passed by name).
     positional_only: tuple[tuple[str, Any], ...] = ()
+    #: Run in a forked child confined by the OS (writes only in the current folder, no network),
+    #: with the sandbox's default limits or the :class:`~.sandbox.Limits` given.
+    sandboxed: bool | Limits = False
     spec: ToolSpec = field(init=False)
 
     def __post_init__(self) -> None:
@@ -111,6 +122,8 @@ class Tool:
             kwargs[self.context_parameter] = context
         # An omitted positional-only argument still takes its place, with its default.
         args = [kwargs.pop(name) if name in kwargs else default for name, default in self.positional_only]
+        if self.sandboxed:
+            return await _call_sandboxed(self, args, kwargs)
         if _is_async(self.function):
             return await self.function(*args, **kwargs)
         result = await asyncio.to_thread(self.function, *args, **kwargs)
@@ -128,6 +141,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
+    sandboxed: bool | Limits = False,
 ) -> Tool: ...
 @overload
 def tool(
@@ -136,6 +150,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
+    sandboxed: bool | Limits = False,
 ) -> Callable[[F], Tool]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -145,6 +160,7 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
+    sandboxed: bool | Limits = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function: ``@tool``, ``@tool(read_only=True)`` or ``tool(fn)``.
 
@@ -153,10 +169,19 @@ def tool(
         description: What the model is told (default: the docstring's summary).
         read_only: True when the tool changes nothing; it then runs without asking.
         timeout: Seconds before the call is abandoned with an error result (default: the agent's).
+        sandboxed: Run the function in a child process the operating system confines: it may
+            write only in the current folder (a notebook's folder) and a private temporary one,
+            read no personal files, open no network connection, and is killed at ``timeout``.
+            Its return value is pickled back. Where this machine cannot confine a child, the
+            call is refused, never run unconfined (see ``ipyagent.agentlib.sandbox.available()``).
+            Pass ``sandbox.Limits(network=True, memory=..., ...)`` instead of True to change
+            the limits.
     """
 
     def build(fn: Callable[..., Any]) -> Tool:
-        return _build(fn, name=name, description=description, read_only=read_only, timeout=timeout)
+        return _build(
+            fn, name=name, description=description, read_only=read_only, timeout=timeout, sandboxed=sandboxed
+        )
 
     return build(function) if function is not None else build
 
@@ -188,6 +213,7 @@ def _build(
     description: str | None,
     read_only: bool,
     timeout: float | None,
+    sandboxed: bool | Limits = False,
 ) -> Tool:
     tool_name = name if name is not None else getattr(fn, "__name__", None) or type(fn).__name__
     if not _NAME.fullmatch(tool_name):
@@ -215,6 +241,13 @@ def _build(
             positional_only.append((pname, param.default))
         annotation = hints.get(pname, Any)
         if annotation is RunContext:
+            if sandboxed:
+                raise UserError(
+                    f"Tool {tool_name!r} is sandboxed and asks for a RunContext; a sandboxed tool runs "
+                    "in a child process that cannot reach the run (or the user).",
+                    hint="Drop the RunContext parameter, or drop sandboxed=True.",
+                    code="invalid_tool",
+                )
             context_parameter = pname
             continue
         default = ... if param.default is param.empty else param.default
@@ -241,7 +274,19 @@ def _build(
         timeout=timeout,
         context_parameter=context_parameter,
         positional_only=tuple(positional_only),
+        sandboxed=sandboxed,
     )
+
+
+async def _call_sandboxed(tool: Tool, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Run ``tool``'s function in the sandbox, in the current folder, killed at its timeout."""
+    from . import sandbox
+
+    if isinstance(tool.sandboxed, sandbox.Limits):
+        limits = tool.sandboxed
+    else:
+        limits = sandbox.Limits(timeout=tool.timeout if tool.timeout is not None else SANDBOX_TIMEOUT)
+    return await asyncio.to_thread(sandbox.call, tool.function, args, kwargs, cwd=os.getcwd(), limits=limits)
 
 
 def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:

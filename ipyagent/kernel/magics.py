@@ -82,8 +82,9 @@ HELP = """\
   --new                    start a fresh conversation
   -y/--yes                 run tools that change things without asking
   --read-only              refuse every tool that changes something
-  --tools LIST             tool groups python,notebook,files (default: all) and your own
-                           functions by name, e.g. --tools python,lookup_price
+  --tools LIST             tool groups python,notebook,files (default: all), shell (commands in
+                           the OS sandbox; only when named) and your own functions by name,
+                           e.g. --tools python,lookup_price
   --max-turns N            model calls allowed in this run
   --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
   --context PARTS          what the model is told of the notebook unasked: cell,outline,variables,error,
@@ -149,7 +150,9 @@ class AgentMagics(Magics):
     @argument("-y", "--yes", action="store_true", help="Run tools that change things without asking.")
     @argument("--read-only", action="store_true", help="Refuse every tool that changes something.")
     @argument(
-        "--tools", default=None, help="Tool groups (python,notebook,files) and your own functions' names."
+        "--tools",
+        default=None,
+        help="Tool groups (python,notebook,files; shell when named) and your own functions' names.",
     )
     @argument("--max-turns", type=int, default=None, help="Model calls allowed in this run.")
     @argument("--budget", default=None, help="Caps on this run: tokens=50k,cost=0.50,time=5m.")

@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     from ._cell_runs import CellRunner
 
 GROUPS = ("python", "notebook", "files")
+#: Groups offered only when named: ``shell`` runs commands (in the OS sandbox, or not at all).
+OPTIONAL_GROUPS = ("shell",)
 
-__all__ = ["GROUPS", "kernel_tools"]
+__all__ = ["GROUPS", "OPTIONAL_GROUPS", "kernel_tools"]
 
 
 def kernel_tools(
@@ -43,7 +45,7 @@ def kernel_tools(
     channel to the pages showing the notebook, ``cell_id`` the cell the run is in, ``session``
     the name of the conversation's session file (the cells the run changes say so), ``cells``
     what runs the notebook's cells (``run_cell``, offered with the notebook tools)."""
-    own = _namespace_tools([g for g in groups if g not in GROUPS], namespace or {})
+    own = _namespace_tools([g for g in groups if g not in (*GROUPS, *OPTIONAL_GROUPS)], namespace or {})
     tools: list[Tool] = []
     if "python" in groups:
         from .python import python_tools
@@ -67,6 +69,10 @@ def kernel_tools(
         from .files import file_tools
 
         tools += file_tools(workspace, protected=protected)
+    if "shell" in groups:
+        from .shell import shell_tools
+
+        tools += shell_tools(workspace)
     return tools + own
 
 
@@ -74,11 +80,12 @@ def _namespace_tools(names: Sequence[str], namespace: Mapping[str, Any]) -> list
     from ...agentlib.errors import UserError
     from ...agentlib.tools import Tool, as_tool
 
+    groups = ", ".join((*GROUPS, *OPTIONAL_GROUPS))
     unknown = [name for name in names if not isinstance(namespace.get(name), Tool | Callable)]
     if unknown:
         raise UserError(
             f"Unknown tool group or tool: {', '.join(unknown)}.",
-            hint=f"Name tool groups ({', '.join(GROUPS)}) or functions defined in this notebook, "
+            hint=f"Name tool groups ({groups}) or functions defined in this notebook, "
             "comma-separated, e.g. --tools python,lookup_price. Decorate a function with "
             "@tool(read_only=True) when it changes nothing, so it runs without asking.",
             code="unknown_tool_group",

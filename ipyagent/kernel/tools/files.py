@@ -11,6 +11,11 @@ the cassette in use, a headless run's notebook; the kernel layer names them) are
 Files that hold secrets by convention (:func:`._safe_io.is_secret`: ``.env``, private keys,
 credentials) are read only when the user says yes to a question, and searches skip them.
 A search runs in a process of its own (:mod:`._search`), killed at its time limit.
+
+Writes (``write_file``, ``edit_file``) run in a child process the OS confines to the workspace
+(:mod:`ipyagent.agentlib.sandbox`): should a path ever slip past the checks above, the kernel
+itself refuses a write outside. Where this machine cannot confine a child, they are refused
+rather than run unconfined.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
+from ...agentlib import sandbox
 from ...agentlib.tools import RunContext, Tool, tool
 from . import _safe_io as io
 from ._safe_io import WorkspaceError
@@ -40,6 +47,10 @@ MAX_EDIT_BYTES = 10_000_000
 #: read_file counts the lines after what it shows (for "line N of M") up to this many bytes.
 MAX_COUNT_BYTES = 256 * 1024 * 1024
 SEARCH_SECONDS = 30.0
+#: What one confined write may use; it holds at most MAX_EDIT_BYTES of text twice. It runs only
+#: the tools' own code, which starts no process: no process limit, so writes also work as root
+#: on kernels that cannot limit root's processes (before Linux 6.14).
+WRITE_LIMITS = sandbox.Limits(timeout=60.0, memory=1 << 30, max_procs=None)
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".ipynb_checkpoints"}
 _WORKER = str(Path(__file__).with_name("_search.py"))
 
@@ -188,7 +199,8 @@ def file_tools(
         """
         target = resolve_inside(root, path)
         parts = check_writable(target, path)
-        existed = io.write_regular(real_root(), parts, content.encode("utf-8"), refuse=refused_inodes())
+        data = content.encode("utf-8")
+        existed = _confined(root, _write, real_root(), parts, data, refused_inodes())
         return f"{'Overwrote' if existed else 'Created'} {rel(target)} ({len(content):,} characters)."
 
     def edit_file(path: str, old: str, new: str, expected_count: int = 1) -> str:
@@ -203,15 +215,9 @@ def file_tools(
         target = resolve_inside(root, path)
         parts = check_writable(target, path)
         with locked(target):  # a concurrent edit of the same file is applied after this one
-            text = _read_whole(real_root(), parts)
-            count = text.count(old) if old else 0
-            if count != expected_count:
-                raise WorkspaceError(
-                    f"found {count} occurrence(s) of the old text in {rel(target)}, expected "
-                    f"{expected_count}; nothing was changed. Read the file again and quote the text exactly."
-                )
-            data = text.replace(old, new).encode("utf-8", errors="surrogateescape")
-            io.write_regular(real_root(), parts, data, refuse=refused_inodes())
+            count: int = _confined(
+                root, _replace, real_root(), parts, old, new, expected_count, rel(target), refused_inodes()
+            )
         return f"Replaced {count} occurrence(s) in {rel(target)}."
 
     return [
@@ -221,6 +227,40 @@ def file_tools(
         tool(write_file),
         tool(edit_file),
     ]
+
+
+def _confined(root: Path, function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` in a child the OS confines to the workspace (see the module docstring).
+    A workspace that is the home folder is allowed here, unlike for ``shell``: the child runs only
+    the tools' own write, whose checks already keep it to the workspace and off protected files."""
+    return sandbox.call(function, args, cwd=root.resolve(), limits=WRITE_LIMITS, allow_home=True)
+
+
+def _write(root: str, parts: list[str], data: bytes, refuse: Mapping[tuple[int, int], str]) -> bool:
+    """write_file's write, run confined; returns whether the file existed."""
+    return io.write_regular(root, parts, data, refuse=refuse)
+
+
+def _replace(
+    root: str,
+    parts: list[str],
+    old: str,
+    new: str,
+    expected_count: int,
+    shown: str,
+    refuse: Mapping[tuple[int, int], str],
+) -> int:
+    """edit_file's read, check and write, run confined; returns how many it replaced."""
+    text = _read_whole(root, parts)
+    count = text.count(old) if old else 0
+    if count != expected_count:
+        raise WorkspaceError(
+            f"found {count} occurrence(s) of the old text in {shown}, expected "
+            f"{expected_count}; nothing was changed. Read the file again and quote the text exactly."
+        )
+    data = text.replace(old, new).encode("utf-8", errors="surrogateescape")
+    io.write_regular(root, parts, data, refuse=refuse)
+    return count
 
 
 def _describe(root: Path, path: Path) -> str:

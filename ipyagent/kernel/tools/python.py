@@ -3,6 +3,11 @@
 Everything that touches the namespace runs on the kernel's main thread (user code, matplotlib
 and display hooks expect it). What the model reads is text, size-capped with the cap stated;
 rich outputs (figures, HTML tables) go to the user as display payloads.
+
+``run_python`` runs in the user's namespace, in the kernel's own process: it is outside the OS
+sandbox (:mod:`ipyagent.agentlib.sandbox`) by design — its point is to change the user's live
+variables, which a confined child process cannot reach. It changes things, so it asks for
+permission; a command that only needs the system belongs in ``shell``, which is confined.
 """
 
 from __future__ import annotations
@@ -327,6 +332,8 @@ def format_history(shell: Any, history: History | None, n: int) -> str:
 
 
 def python_tools(shell: Any, main: MainThread, history: History | None = None) -> list[Tool]:
+    # The model reads this docstring (recorded cassettes match it), so what run_python is not —
+    # confined by the OS sandbox — is said in the module docstring and docs/sandbox.md instead.
     async def run_python(code: str) -> ToolOutput:
         """Run Python code in the user's live namespace, as if in a new notebook cell.
 

@@ -1,0 +1,332 @@
+"""Confining the current process: namespaces, resource limits, then Landlock — and the
+sandbox's launcher, which confines itself this way and then becomes the command.
+
+:func:`enter` is called in a process that has one thread (the launcher, or a child just forked
+from the kernel). It puts that process in new user, network and PID namespaces, forks once more
+so that the rest runs as the first process of the new PID namespace, and there applies the
+limits and the Landlock rules before returning. The forked-from process stays outside, waits,
+and leaves with the confined one's exit status: :func:`enter` returns only in the confined one.
+
+What each piece is for (measured in docs/sandbox.md):
+
+- the user namespace lets an unprivileged user make the others, and takes away the capabilities
+  root had over the rest of the machine;
+- the network namespace has only a loopback that is down, so no socket of any kind reaches
+  anything (Landlock's TCP rules, ABI 4+, are a second lock where the kernel has them);
+- the PID namespace: when its first process ends, the kernel kills everything left in it, so
+  nothing outlives the call; and (Linux 6.14+) it has its own ``pid_max``, the one process limit
+  that also holds for root, whom ``RLIMIT_NPROC`` never limits;
+- rlimits: address space, CPU seconds, file size, open files, processes (a non-root user);
+- Landlock: reads only where a command needs to read, writes only in the workspace.
+
+Landlock is Linux's unprivileged access control, called here through ``ctypes``: a process builds
+a ruleset (which rights it handles, and which folders or files keep which of them), then
+restricts itself, for good, with every child it makes. What each ABI version adds:
+
+    1  (5.13) files and folders: read, write, execute, make, remove
+    2  (5.19) REFER: renaming or linking a file into another folder
+    3  (6.2)  TRUNCATE
+    4  (6.7)  TCP bind and connect
+    5  (6.10) IOCTL on devices
+    6  (6.12) scopes: no signals to, and no abstract Unix sockets of, processes outside
+
+The launcher: ``python -E -s -S _confine.py SPEC`` (no site packages, no environment variables
+read, so it starts in a few milliseconds and nothing installed can change what it does).
+``SPEC`` is one dict in :mod:`marshal` format, hex-encoded: the confinement (see :func:`enter`),
+``argv`` and ``env``. When a step of the confinement fails, the command is not run: the
+launcher writes ``ipyagent-sandbox: why`` to stderr and exits with status 125.
+
+Standard library only, and only its cheapest modules: no ``json`` (it imports ``re`` and
+``enum``), no ``signal`` (``enum``), ``typing`` only for the type checker — together they took
+longer than the rest of the launcher.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import marshal
+import os
+import struct
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+__all__ = ["CONFINE_FAILED", "ConfineError", "abi_version", "enter", "landlock"]
+
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+_PR_SET_PDEATHSIG = 1
+_SIGKILL = 9  # the same on every Linux architecture
+#: The kernel will not take a per-namespace pid_max below RESERVED_PIDS + 1.
+PID_MAX_FLOOR = 301
+#: Exit status of the outer process when the confinement itself failed (told apart by a message
+#: on stderr that starts with ``ipyagent-sandbox:``).
+CONFINE_FAILED = 125
+
+
+class ConfineError(OSError):
+    """A step of the confinement failed; the command was not run."""
+
+
+def enter(spec: dict[str, Any]) -> None:
+    """Confine this (single-threaded) process as ``spec`` says; returns only in the confined
+    child (see the module docstring). ``spec``: ``read``, ``write``, ``files`` (Landlock rules),
+    ``network``, ``memory`` (bytes of address space, or None), ``cpu_seconds``, ``max_procs`` (or None),
+    ``file_size``, ``open_files``, ``cwd``."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.geteuid(), os.getegid()
+    flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS
+    flags |= 0 if spec["network"] else _CLONE_NEWNET
+    if libc.unshare(flags) != 0:
+        errno = ctypes.get_errno()
+        raise ConfineError(errno, f"could not make user namespaces: {os.strerror(errno)}")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    child = os.fork()
+    if child:
+        _stay_outside(child)
+    import resource  # here, not above: Unix only, and this module is imported everywhere
+
+    libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)  # the outer one killed: so is this one
+    read = list(spec["read"])
+    if "/proc" in read and not _own_proc(libc):
+        read.remove("/proc")  # the machine's /proc would show every process's command line
+    _limit_processes(spec["max_procs"], root=uid == 0)
+    _limit(resource.RLIMIT_CPU, spec["cpu_seconds"])
+    _limit(resource.RLIMIT_FSIZE, spec["file_size"])
+    _limit(resource.RLIMIT_NOFILE, spec["open_files"])
+    _limit(resource.RLIMIT_CORE, 0)
+    if spec["memory"] is not None:
+        _limit(resource.RLIMIT_AS, spec["memory"])
+    landlock(
+        read=read,
+        write=spec["write"],
+        files=[(path, rights) for path, rights in spec["files"]],
+        network=spec["network"],
+    )
+    os.chdir(spec["cwd"])
+
+
+def _own_proc(libc: ctypes.CDLL) -> bool:
+    """Mount a /proc that shows only this PID namespace's processes (in this mount namespace).
+    Fails where the machine's /proc is partly masked (as in many containers): then no /proc."""
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return False
+    return bool(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0)
+
+
+def _stay_outside(child: int) -> None:
+    """The outer process: wait for the confined child and leave as it did."""
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity
+            continue
+    if os.WIFSIGNALED(status):
+        # Leave the same way, so the caller can tell "killed by SIGKILL" from an exit code.
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal(os.WTERMSIG(status), ctypes.c_void_p(0))  # SIG_DFL: Python ignores some
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _limit_processes(max_procs: int | None, *, root: bool) -> None:
+    """``None``: no limit, for code that starts no process (the file tools' own writes)."""
+    import resource
+
+    if max_procs is None:
+        return
+    if not root:
+        # Counted per user in this user namespace: only the sandbox's own processes.
+        _limit(resource.RLIMIT_NPROC, max_procs)
+        return
+    # Root is never held by RLIMIT_NPROC; a PID namespace's own pid_max (Linux 6.14+) holds it.
+    try:
+        _write("/proc/sys/kernel/pid_max", str(max(max_procs + 1, PID_MAX_FLOOR)))
+    except OSError as exc:
+        raise ConfineError(
+            exc.errno or 0,
+            "cannot limit the number of processes: RLIMIT_NPROC does not apply to root, and this "
+            f"kernel has no pid_max per PID namespace (Linux 6.14 or later) ({exc.strerror})",
+        ) from exc
+
+
+def _limit(which: int, value: int) -> None:
+    import resource
+
+    _, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+# -- Landlock --------------------------------------------------------------------------------------
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on every architecture
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+_PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13
+TRUNCATE = 1 << 14
+IOCTL_DEV = 1 << 15
+
+NET_BIND_TCP = 1 << 0
+NET_CONNECT_TCP = 1 << 1
+
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+SCOPE_SIGNAL = 1 << 1
+
+#: Every file-system right each ABI version knows.
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+#: The rights that apply to a file (a rule on a file may grant only these).
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+
+READ = EXECUTE | READ_FILE | READ_DIR
+WRITE = (
+    READ
+    | WRITE_FILE
+    | REMOVE_DIR
+    | REMOVE_FILE
+    | MAKE_DIR
+    | MAKE_REG
+    | MAKE_SOCK
+    | MAKE_FIFO
+    | MAKE_SYM
+    | REFER
+    | TRUNCATE
+)
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI version; 0 when it has none or has it disabled."""
+    try:
+        libc = _libc()
+    except OSError:
+        return 0
+    flags = ctypes.c_uint32(_CREATE_RULESET_VERSION)
+    return max(0, int(libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), flags)))
+
+
+def fs_rights(abi: int) -> int:
+    """Every file-system right ABI ``abi`` handles."""
+    return _FS_BY_ABI[max(v for v in _FS_BY_ABI if v <= abi)]
+
+
+def landlock(
+    *,
+    read: Iterable[str],
+    write: Iterable[str],
+    files: Iterable[tuple[str, int]] = (),
+    network: bool,
+) -> int:
+    """Confine this process (and what it starts) for good: ``read`` folders and files may be read
+    and run, ``write`` folders are the only ones that may change, ``files`` are single files with
+    their own rights (``/dev/null``). Unless ``network``, TCP bind and connect are denied where the
+    kernel can (ABI 4+). Signals and abstract Unix sockets stay inside the sandbox where the kernel
+    can (ABI 6+). Returns the ABI version used. Paths that do not exist are skipped."""
+    abi = abi_version()
+    if abi < 1:
+        raise ConfineError(0, "Landlock is not available in this kernel")
+    libc = _libc()
+    handled_fs = fs_rights(abi)
+    handled_net = (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 and not network else 0
+    scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0
+    if abi >= 6:
+        attr = struct.pack("=QQQ", handled_fs, handled_net, scoped)
+    elif abi >= 4:
+        attr = struct.pack("=QQ", handled_fs, handled_net)
+    else:
+        attr = struct.pack("=Q", handled_fs)
+    ruleset = libc.syscall(_CREATE_RULESET, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise _failed("create a Landlock ruleset")
+    try:
+        for path in read:
+            _add_path(libc, ruleset, path, READ & handled_fs)
+        for path in write:
+            _add_path(libc, ruleset, path, WRITE & handled_fs)
+        for path, rights in files:
+            _add_path(libc, ruleset, path, rights & handled_fs)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _failed("set no_new_privs")
+        if libc.syscall(_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) != 0:
+            raise _failed("restrict this process with Landlock")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def _add_path(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # not on this machine: nothing to allow
+    try:
+        if not os.path.isdir(path):
+            rights &= FILE_RIGHTS
+        rule = struct.pack("=Qi", rights, fd)
+        if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, ctypes.c_uint32(0)) != 0:
+            raise _failed(f"allow {path} in the Landlock ruleset")
+    finally:
+        os.close(fd)
+
+
+def _failed(what: str) -> ConfineError:
+    errno = ctypes.get_errno()
+    return ConfineError(errno, f"could not {what}: {os.strerror(errno)}")
+
+
+# -- the launcher ----------------------------------------------------------------------------------
+
+
+def main() -> None:
+    spec = marshal.loads(bytes.fromhex(sys.argv[1]))
+    try:
+        enter(spec)
+    except OSError as exc:
+        os.write(2, f"ipyagent-sandbox: {exc.strerror or exc}\n".encode())
+        os._exit(CONFINE_FAILED)
+    try:
+        os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
+    except OSError as exc:  # as a shell says it: the command is not there, or not runnable
+        os.write(2, f"{spec['argv'][0]}: {exc.strerror}\n".encode())
+        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+
+
+if __name__ == "__main__":
+    main()

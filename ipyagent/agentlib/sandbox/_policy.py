@@ -1,0 +1,198 @@
+"""What a sandboxed call may do: its :class:`Limits`, where it may read and write, what it sees
+of the environment, and the launcher's command line that carries all of it.
+
+Writes: the workspace, and a private temporary folder made for the call (``TMPDIR`` and ``HOME``
+point there), removed after it. Nothing else.
+
+Reads (and running programs): what commands need and nothing personal —
+
+- the system's programs and libraries: ``/usr``, ``/bin``, ``/sbin``, ``/lib*``, ``/opt``;
+- ``/etc`` entry by entry, without the files that hold the machine's secrets (password hashes,
+  SSH host keys, TLS private keys, sudoers, saved network credentials): Landlock can only allow,
+  so the rest of ``/etc`` is allowed by name instead;
+- the Python running the kernel: its prefixes and the folders on ``sys.path`` (a virtualenv or
+  pyenv Python may live under the home folder; only those folders are allowed, never the home
+  folder itself);
+- ``/proc`` (``ps``, ``/proc/self``; Landlock keeps the sandbox from reading other processes'
+  memory or environment) and a few devices (``/dev/null``, ``/dev/zero``, ``/dev/urandom``).
+
+The home folder, ``/tmp``, ``/var``, ``/run``, ``/srv``, ``/mnt`` and other users' files are not
+readable.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _confine
+
+__all__ = [
+    "Limits",
+    "build_spec",
+    "command_env",
+    "device_rules",
+    "holds_home",
+    "launcher_argv",
+    "read_paths",
+]
+
+LAUNCHER = _confine.__file__
+#: Environment variables a command sees (besides PATH, HOME and TMPDIR): never keys or tokens.
+PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "VIRTUAL_ENV")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a sandboxed call may use. ``timeout``: seconds of wall-clock time (and of CPU);
+    ``memory``: bytes of address space per process (for :func:`call`, on top of what the kernel's
+    process already holds; the JVM reserves about 1.5 GB at start, so not much below 4 GB);
+    ``max_procs``: processes and threads at once (as root, at least 300: see docs/sandbox.md;
+    ``None`` only for code that starts no process, where nothing needs limiting);
+    ``file_size``: bytes of any file written; ``output``: bytes of stdout and of stderr kept;
+    ``network``: allow the network (off: no connection of any kind)."""
+
+    timeout: float = 60.0
+    memory: int | None = 4 << 30
+    max_procs: int | None = 256
+    file_size: int = 1 << 30
+    open_files: int = 1024
+    output: int = 200_000
+    network: bool = False
+
+
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc")
+#: Entries of /etc left out: they hold the machine's secrets.
+ETC_SECRETS = frozenset(
+    {
+        "shadow",
+        "shadow-",
+        "gshadow",
+        "gshadow-",
+        "sudoers",
+        "sudoers.d",
+        "ssh",
+        "krb5.keytab",
+        "wireguard",
+        "NetworkManager",
+        "credstore",
+        "credstore.encrypted",
+        "ipsec.secrets",
+        "ppp",
+        "openvpn",
+        "security",
+        "libvirt",
+        ".pwd.lock",
+    }
+)
+#: Entries of /etc/ssl left out.
+SSL_SECRETS = frozenset({"private"})
+DEVICES = {
+    "/dev/null": _confine.READ_FILE | _confine.WRITE_FILE | _confine.TRUNCATE,
+    "/dev/zero": _confine.READ_FILE,
+    "/dev/full": _confine.READ_FILE | _confine.WRITE_FILE,
+    "/dev/random": _confine.READ_FILE,
+    "/dev/urandom": _confine.READ_FILE,
+}
+
+
+def read_paths(home: str | None = None, python_paths: Sequence[str] | None = None) -> list[str]:
+    """The folders and files a sandboxed command may read (see the module docstring)."""
+    out = [p for p in SYSTEM if os.path.exists(p)]
+    out += _entries("/etc", ETC_SECRETS, descend={"ssl": SSL_SECRETS})
+    home_dir = os.path.realpath(home if home is not None else os.path.expanduser("~"))
+    for entry in python_paths if python_paths is not None else _python_paths():
+        try:
+            real = os.path.realpath(entry)
+        except (OSError, ValueError):
+            continue
+        # Never the home folder itself, nor a folder that holds it (a "" or "/" on sys.path).
+        if not os.path.isdir(real) or real in ("/", home_dir) or _under(home_dir, real):
+            continue
+        out.append(real)
+    return sorted(set(out))
+
+
+def device_rules() -> list[tuple[str, int]]:
+    return [(path, rights) for path, rights in DEVICES.items() if os.path.exists(path)]
+
+
+def _python_paths() -> list[str]:
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    if sys.executable:
+        prefixes.add(str(Path(sys.executable).resolve().parent.parent))
+    return [*sorted(prefixes), *(p for p in sys.path if p)]
+
+
+def _entries(folder: str, leave_out: frozenset[str], *, descend: dict[str, frozenset[str]]) -> list[str]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    out: list[str] = []
+    for name in names:
+        if name in leave_out:
+            continue
+        path = os.path.join(folder, name)
+        if name in descend and os.path.isdir(path) and not os.path.islink(path):
+            out += _entries(path, descend[name], descend={})
+        else:
+            out.append(path)
+    return out
+
+
+def _under(inner: str, outer: str) -> bool:
+    """Whether ``inner`` is inside ``outer`` (both resolved)."""
+    return inner.startswith(outer.rstrip("/") + "/")
+
+
+def holds_home(cwd: str, home: str | None = None) -> bool:
+    """Whether the folder ``cwd`` is the home folder or holds it (``/``, ``/home``): made the
+    workspace, it would open the user's keys and settings to the sandboxed code."""
+    workspace = os.path.realpath(cwd)
+    home_dir = os.path.realpath(home if home is not None else os.path.expanduser("~"))
+    return workspace == home_dir or _under(home_dir, workspace)
+
+
+def build_spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
+    workspace = os.path.realpath(cwd)
+    return {
+        "cwd": workspace,
+        "read": read_paths(),
+        "write": sorted({workspace, os.path.realpath(tmp)}),
+        "files": device_rules(),
+        "network": limits.network,
+        "memory": limits.memory,
+        "cpu_seconds": max(1, int(limits.timeout) + 1),
+        "max_procs": limits.max_procs,
+        "file_size": limits.file_size,
+        "open_files": limits.open_files,
+    }
+
+
+def command_env(tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    path = [os.path.dirname(sys.executable)] if sys.executable else []
+    path += ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]
+    env = {"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": tmp, "TMPDIR": tmp, "TERM": "dumb"}
+    env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
+    env.update(extra or {})
+    return env
+
+
+def launcher_argv(
+    command: Sequence[str], *, cwd: str, tmp: str, limits: Limits, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """The launcher's command line (run it with an empty environment: the command's own is in
+    the spec)."""
+    spec = build_spec(cwd, tmp, limits)
+    spec["argv"] = list(command)
+    spec["env"] = command_env(tmp, env)
+    python = sys.executable or shutil.which("python3") or "python3"
+    # -E -s -S: no environment variables, user site or site packages read by the launcher.
+    return [python, "-E", "-s", "-S", LAUNCHER, marshal.dumps(spec).hex()]
