@@ -96,6 +96,7 @@ class Connection:
     async def stop(self) -> None:
         """Close the session and the server (a stdio server's process ends)."""
         await self._finish_task()
+        self._close_stderr()
         if self.state != "failed":
             self.state = "stopped"
 
@@ -135,8 +136,9 @@ class Connection:
 
             # The server's stderr goes to a file: read back in its error message when it fails,
             # and kept out of the notebook (a kernel's stderr is a cell's output).
-            stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-            self._stderr = stack.enter_context(stderr)
+            # Kept open after the server ends, to be read; closed at the next start or stop.
+            self._close_stderr()
+            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
             what = f"MCP server {config.name!r}"
             params = StdioServerParameters(
                 command=config.command,
@@ -174,6 +176,11 @@ class Connection:
         self.state = "failed"
         tail = self._stderr_tail()
         self.error = f"{reason}; its stderr ended with:\n{tail}" if tail else reason
+
+    def _close_stderr(self) -> None:
+        stderr, self._stderr = self._stderr, None
+        if stderr is not None:
+            stderr.close()
 
     def _stderr_tail(self) -> str:
         stderr = self._stderr
