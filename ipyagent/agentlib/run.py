@@ -63,7 +63,7 @@ from .redact import known_secrets, redact, redact_strings, redact_text
 from .result import RunResult
 from .retry import Retries, RetryPolicy
 from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_tool_call
-from .tool_sources import SourceContext, ToolSource
+from .tool_sources import SourceContext, ToolSource, gather_tools
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
 from .vision import accepts_images, has_images, remember_no_images, without_images
@@ -107,8 +107,7 @@ class RunConfig:
     #: Caps on what this run may spend, and on the conversation's total (see budget.py).
     budget: Budget | None = None
     conversation_budget: Budget | None = None
-    #: Where more tools come from at the start of the run (MCP servers), and the system prompt
-    #: for the run's tools once they are known.
+    #: Where more tools come from as the run starts (MCP servers); the system prompt for them.
     tool_sources: tuple[ToolSource, ...] = ()
     system_for: Callable[[Sequence[ToolSpec]], str] | None = None
 
@@ -244,24 +243,15 @@ class AgentRun:
             self.spending.stop_timer()
 
     async def _gather_tools(self) -> tuple[TextBlock, ...]:
-        """Add the tool sources' tools to this run's (they may ask the user first); what they
-        could not offer is told to the model with the prompt, and to the user as warnings."""
+        """Add the tool sources' tools to this run's (see :mod:`.tool_sources`); returns the notes."""
         config = self.config
         context = SourceContext(ask=self._ask_user, auto_approve=config.auto_approve)
-        added: list[Tool] = []
-        notes: list[str] = []
-        for source in config.tool_sources:
-            found = await source.tools_for_run(context)
-            added.extend(t for t in found.tools if t.name not in self.tools)
-            notes.extend(found.notes)
-            for problem in found.problems:
-                self._emit(RunWarning(code=problem.code, message=problem.message, hint=problem.hint))
+        added, notes = await gather_tools(config.tool_sources, context, known=self.tools, emit=self._emit)
         if added:
             tools = (*config.tools, *added)
             system = config.system_for([t.spec for t in tools]) if config.system_for else config.system
-            self.config = replace(config, tools=tools, system=system)
-            self.tools = {t.name: t for t in tools}
-        return (TextBlock(text="\n".join(notes), attached="MCP servers"),) if notes else ()
+            self.config, self.tools = replace(config, tools=tools, system=system), {t.name: t for t in tools}
+        return notes
 
     def _schemas(self) -> str:
         return "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)

@@ -8,14 +8,16 @@ user (how to fix it). The run adds the tools to its own for that run only.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from .errors import ErrorInfo
+from .events import AgentEvent, RunWarning
+from .messages import TextBlock
 from .tools import Tool
 
-__all__ = ["SourceContext", "SourcedTools", "ToolSource"]
+__all__ = ["SourceContext", "SourcedTools", "ToolSource", "gather_tools"]
 
 
 @dataclass(frozen=True)
@@ -39,3 +41,23 @@ class SourcedTools:
 
 class ToolSource(Protocol):
     async def tools_for_run(self, context: SourceContext) -> SourcedTools: ...
+
+
+async def gather_tools(
+    sources: Sequence[ToolSource],
+    context: SourceContext,
+    *,
+    known: Collection[str],
+    emit: Callable[[AgentEvent], None],
+) -> tuple[list[Tool], tuple[TextBlock, ...]]:
+    """The sources' tools not named like one in ``known``, and what the model is told with the
+    prompt about what they could not offer; their problems are emitted as warnings."""
+    added: list[Tool] = []
+    notes: list[str] = []
+    for source in sources:
+        found = await source.tools_for_run(context)
+        added.extend(t for t in found.tools if t.name not in known)
+        notes.extend(found.notes)
+        for problem in found.problems:
+            emit(RunWarning(code=problem.code, message=problem.message, hint=problem.hint))
+    return added, (TextBlock(text="\n".join(notes), attached="MCP servers"),) if notes else ()

@@ -149,13 +149,15 @@ class Connection:
             from mcp.client.stdio import stdio_client
 
             return Client(stdio_client(params, errlog=self._stderr), client_info=info)
+        import httpx2  # the HTTP client the SDK is built on
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
         headers = {
             k: expand(v, what=f"MCP server {config.name!r}'s header {k}") for k, v in config.headers.items()
         }
-        http = await stack.enter_async_context(create_mcp_http_client(headers=headers or None))
+        # The SDK's own defaults: a server may hold a response stream open for minutes.
+        timeout = httpx2.Timeout(30.0, read=300.0)
+        http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
         assert config.url is not None
         return Client(streamable_http_client(config.url, http_client=http), client_info=info)
 
