@@ -51,6 +51,12 @@ def die() -> str:
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def fail() -> str:
     """Raise: the server reports an error result."""
     raise ValueError("the demo tool failed on purpose")

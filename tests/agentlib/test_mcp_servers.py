@@ -291,6 +291,19 @@ def test_servers_outlive_the_loop_of_a_run(tmp_path: Path) -> None:
     assert results(first.messages) == ["3"] and results(second.messages) == ["7"]
 
 
+async def test_closing_the_agent_stops_the_servers_process(tmp_path: Path) -> None:
+    model = ScriptedModel([tool_call("demo__pid"), "ok"])
+    agent = agent_with(model, tmp_path, demo=demo(trusted=True))
+    try:
+        result = await agent.run("pid")
+    finally:
+        agent.close()
+    (pid,) = results(result.messages)
+    with pytest.raises(ProcessLookupError):  # ended and reaped
+        os.kill(int(pid), 0)
+    assert agent.mcp is not None and agent.mcp.status()[0].state == "stopped"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -29,7 +29,7 @@ from ..tool_sources import SourceContext, SourcedTools
 from ..tools import Tool, ToolOutput
 from .config import ServerConfig, configured_servers, parse_server, parse_servers
 from .connection import Connection, ServerGone, require_sdk
-from .mapping import make_tool, result_output
+from .mapping import make_tool, result_output, tool_name
 
 __all__ = ["McpServers", "ServerStatus"]
 
@@ -53,9 +53,13 @@ class ServerStatus:
 
     def __str__(self) -> str:
         detail = f" ({len(self.tools)} tools)" if self.state == "running" else ""
-        error = f": {self.error}" if self.error else ""
-        where = f"{self.transport}: {self.target}  [{self.source}]"
-        return f"{self.name:<14} {self.state}{detail}{error}\n{'':<15}{where}"
+        where = f"  {self.transport}: {self.target}  [{self.source}]"
+        lines = [f"{self.name:<14} {self.state}{detail}", where]
+        if self.tools:
+            lines.append(f"  tools: {', '.join(self.tools)}")
+        if self.error:
+            lines.extend(f"  {line}" for line in self.error.splitlines()[-8:])
+        return "\n".join(lines)
 
 
 class McpServers:
@@ -85,8 +89,6 @@ class McpServers:
         self._decided: dict[str, tuple[str, tuple[Any, ...]]] = {}  # name -> (ALLOW|DENY, fingerprint)
         self._connections: dict[str, Connection] = {}
         self._loop = BackgroundLoop("ipyagent-mcp")
-        self._closed = False
-        _open.add(self)
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -138,7 +140,7 @@ class McpServers:
             elif connection is not None and connection.state != "stopped":
                 state = connection.state
                 error = connection.error
-                tools = tuple(t.name for t in connection.tools)
+                tools = tuple(tool_name(name, t.name) for t in connection.tools)
             elif decision == DENY:
                 state = "denied"
             elif decision is None and not config.trusted:
@@ -178,6 +180,7 @@ class McpServers:
                     "its tools are not available."
                 )
                 problems.append(refusal[1])
+        _open.add(self)  # stopped at exit, unless closed before
         connections = await self._on_loop(self._start_all(enabled))
         tools: list[Tool] = []
         for config in enabled:
@@ -288,10 +291,8 @@ class McpServers:
             self._loop.submit(connection.stop()).result(timeout=_CLOSE_WAIT)
 
     def close(self) -> None:
-        """Stop every server (their processes end) and the loop they run on."""
-        if self._closed:
-            return
-        self._closed = True
+        """Stop every server (their processes end) and the loop they run on. A later run starts
+        them again."""
         _open.discard(self)
         connections, self._connections = list(self._connections.values()), {}
         if connections:
