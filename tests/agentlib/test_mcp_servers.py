@@ -443,3 +443,21 @@ def test_without_the_sdk_the_error_says_how_to_install_it(monkeypatch: pytest.Mo
     with pytest.raises(UserError) as caught:
         Agent(model=ScriptedModel(["x"]), mcp={"time": {"command": "python"}})
     assert "pip install 'ipyagent[mcp]'" in caught.value.info.hint
+
+
+async def test_configured_servers_without_the_sdk_leave_the_run_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": demo()}}))
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    model = ScriptedModel(["ok"])
+    agent = Agent(model=model, workspace=tmp_path)  # the folder's servers, read at each run
+    seen = events_of(agent)
+    try:
+        result = await agent.run("hi")
+    finally:
+        agent.close()
+    assert result.status == "completed"
+    assert "`mcp` package" in model.requests[0].messages[-1].content[-1].text
+    (warning,) = [e for e in seen if isinstance(e, RunWarning)]
+    assert "pip install 'ipyagent[mcp]'" in warning.hint
