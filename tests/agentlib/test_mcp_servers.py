@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -174,6 +175,20 @@ async def test_a_server_that_dies_mid_run_becomes_an_error_result_and_restarts_n
     assert "not available" in after
     assert state_after_death == "failed"
     assert results(second.messages) == ["3"]
+
+
+async def test_a_server_that_went_away_between_runs_is_started_again(tmp_path: Path) -> None:
+    model = ScriptedModel([tool_call("demo__pid"), "got it", tool_call("demo__pid"), "got it again"])
+    agent = agent_with(model, tmp_path, demo=demo(trusted=True))
+    try:
+        first = await agent.run("pid")
+        (pid,) = results(first.messages)
+        os.kill(int(pid), signal.SIGKILL)
+        second = await agent.run("pid")
+    finally:
+        agent.close()
+    (again,) = results(second.messages)
+    assert again.isdigit() and again != pid
 
 
 async def test_a_call_that_takes_too_long_times_out(tmp_path: Path) -> None:

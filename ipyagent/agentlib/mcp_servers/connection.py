@@ -7,8 +7,9 @@ tool calls from any other task go through the session it holds. Everything here 
 MCP loop (see :mod:`.servers`), never on the caller's.
 
 States: ``stopped`` → ``starting`` → ``running``; a start that fails, or a server that dies
-or stops answering, leaves ``failed`` with the reason (and the server's last words on stderr);
-the next run starts it again.
+or stops answering, leaves ``failed`` with the reason (and the server's last words on stderr).
+Each run asks a running server for its tools again (the check that it is alive), and starts a
+stopped or failed one again.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def require_sdk() -> None:
 
 
 class Connection:
-    """The live connection to one server. Create, :meth:`start`, :meth:`call`, :meth:`stop` —
+    """The live connection to one server. Create, :meth:`ensure`, :meth:`call`, :meth:`stop` —
     all on the MCP loop."""
 
     def __init__(self, config: ServerConfig) -> None:
@@ -57,11 +58,35 @@ class Connection:
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._stderr: Any = None
+        # Two runs may want the server at once (a cell and a chat): one starts it, both get it.
+        self._starting = asyncio.Lock()
 
-    async def start(self) -> None:
-        """Start the server and list its tools; on failure the state is ``failed`` (no raise)."""
-        if self.state in ("running", "starting"):
-            return
+    async def ensure(self) -> None:
+        """Have the server running: a running one is asked for its tools again (it may have gone
+        away, or changed them, since the last run), a stopped or failed one started. On failure
+        the state is ``failed``."""
+        async with self._starting:
+            if self.state == "running" and not await self._relisted():
+                await self._finish_task()
+            if self.state != "running":
+                await self._start()
+
+    async def _relisted(self) -> bool:
+        """Whether the running server still answers (its tools are listed afresh)."""
+        client = self._client
+        if client is None:
+            return False
+        try:
+            self.tools = await asyncio.wait_for(_list_tools(client), self.config.startup_timeout)
+        except asyncio.TimeoutError:
+            self._fail("it stopped answering (no list of tools within startup_timeout)")
+            return False
+        except Exception as exc:
+            self._fail(f"it stopped answering ({_describe(exc)})")
+            return False
+        return True
+
+    async def _start(self) -> None:
         await self._finish_task()
         self.state, self.error, self.tools = "starting", "", []
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -205,7 +230,7 @@ async def _list_tools(client: Any) -> list[Any]:
     tools: list[Any] = []
     cursor: str | None = None
     for _ in range(100):  # a server that pages forever
-        page = await client.list_tools(cursor=cursor)
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
         tools.extend(page.tools)
         cursor = page.next_cursor
         if cursor is None:

@@ -244,7 +244,7 @@ class McpServers:
         return decided[0]
 
     async def _start_all(self, configs: list[ServerConfig]) -> dict[str, Connection]:
-        """On the MCP loop: start the servers that are not running, together."""
+        """On the MCP loop: check the running servers and start the others, together."""
         connections: dict[str, Connection] = {}
         for config in configs:
             connection = self._connections.get(config.name)
@@ -253,7 +253,7 @@ class McpServers:
                     await connection.stop()
                 connection = self._connections[config.name] = Connection(config)
             connections[config.name] = connection
-        await asyncio.gather(*(c.start() for c in connections.values() if c.state != "running"))
+        await asyncio.gather(*(c.ensure() for c in connections.values()))
         return connections
 
     def _tools_of(self, config: ServerConfig, connection: Connection, *, taken: set[str]) -> list[Tool]:
