@@ -279,7 +279,8 @@ async def test_a_declined_server_stays_off_until_allowed(tmp_path: Path) -> None
     finally:
         agent.close()
     assert len(asked) == 1
-    assert "the user declined it" in model.requests[1].messages[-1].content[-1].text
+    assert "the user declined it" in model.requests[0].messages[-1].content[-1].text
+    assert model.requests[1].messages[-1].content[-1].attached is None  # said once, not every run
     assert results(third.messages) == ["3"]
 
 

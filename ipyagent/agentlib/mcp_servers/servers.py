@@ -174,7 +174,7 @@ class McpServers:
             refusal = await self._enable(config, context)
             if refusal is None:
                 enabled.append(config)
-            else:
+            elif refusal is not _DECLINED_BEFORE:
                 notes.append(
                     f"The MCP server `{config.name}` is not enabled ({refusal[0]}); "
                     "its tools are not available."
@@ -200,7 +200,8 @@ class McpServers:
         return SourcedTools(tools=tools, notes=notes, problems=problems)
 
     async def _enable(self, config: ServerConfig, context: SourceContext) -> tuple[str, ErrorInfo] | None:
-        """None when ``config`` may start; else what the model is told and the user's warning."""
+        """None when ``config`` may start; else what the model is told and the user's warning
+        (:data:`_DECLINED_BEFORE`: nothing, both heard it when the user declined)."""
         decision = self._decision(config)
         if decision == ALLOW or (decision is None and (config.trusted or context.auto_approve)):
             return None
@@ -209,11 +210,7 @@ class McpServers:
             f"{config_path()} (or in Agent(mcp=...)), or run with auto_approve=True (%%agent -y)"
         )
         if decision == DENY:
-            return "the user declined it", _problem(
-                config,
-                f"The MCP server {config.name!r} stays off: it was declined.",
-                hint=f"To enable it: %agent mcp allow {config.name}, or {how}.",
-            )
+            return _DECLINED_BEFORE
         answer = await context.ask(
             f"Enable the MCP server `{config.name}`? It runs `{config.target}` (from {config.source}), "
             "and its tools join this conversation.",
@@ -306,6 +303,10 @@ class McpServers:
 
     def __repr__(self) -> str:
         return f"McpServers({sorted(self.servers())})"
+
+
+#: A server the user declined in an earlier run: its tools are left out without a word.
+_DECLINED_BEFORE = ("", ErrorInfo(code="mcp_server_declined", layer="tool", message=""))
 
 
 def _problem(config: ServerConfig, message: str, *, hint: str = "") -> ErrorInfo:
