@@ -477,3 +477,32 @@ async def test_configured_servers_without_the_sdk_leave_the_run_going(
     assert "`mcp` package" in model.requests[0].messages[-1].content[-1].text
     (warning,) = [e for e in seen if isinstance(e, RunWarning)]
     assert "pip install 'ipyagent[mcp]'" in warning.hint
+
+
+def test_results_map_to_what_the_model_reads() -> None:
+    from mcp_types import (
+        CallToolResult,
+        EmbeddedResource,
+        ImageContent,
+        ResourceLink,
+        TextContent,
+        TextResourceContents,
+    )
+
+    from ipyagent.agentlib.mcp_servers.mapping import result_output
+
+    mixed = CallToolResult(
+        content=[
+            TextContent(text="a chart:"),
+            ImageContent(data="aGk=", mime_type="image/png"),
+            EmbeddedResource(resource=TextResourceContents(uri="file:///notes.md", text="# Notes")),
+            ResourceLink(name="report", uri="file:///report.pdf"),
+        ]
+    )
+    output = result_output(mixed)
+    assert output.text == "a chart:\n[image: image/png]\n# Notes\n[resource: report file:///report.pdf]"
+    assert output.images is not None and output.images[0].data == "aGk=" and not output.is_error
+    structured = result_output(CallToolResult(content=[], structured_content={"rows": 3}))
+    assert structured.text == '{"rows": 3}'
+    failed = result_output(CallToolResult(content=[TextContent(text="no such table")], is_error=True))
+    assert failed.is_error and failed.text == "no such table"
