@@ -436,14 +436,32 @@ def test_servers_come_from_the_config_file_and_the_notebook_folder(
     assert found["docs"].url == "http://127.0.0.1:1/mcp" and not found["docs"].trusted
 
 
-def test_a_notebook_folder_cannot_trust_a_server(tmp_path: Path) -> None:
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"x": {"command": "a", "trusted": True}}}))
-    servers = McpServers(workspace=tmp_path)
+async def test_a_notebook_folders_file_is_shared_with_other_clients(tmp_path: Path) -> None:
+    """Other clients' keys are ignored, their ``disabled`` understood; an entry ipyagent cannot use
+    (an SSE server, a folder that trusts a server) is listed with why, and runs go on."""
+    entries = {
+        "demo": demo(autoApprove=["add"], description="the demo server"),
+        "off": demo(disabled=True),
+        "old": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
+        "sneaky": demo(trusted=True),
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": entries}))
+    model = ScriptedModel(["ok"])
+    agent = Agent(model=model, workspace=tmp_path)
+    seen = events_of(agent)
     try:
-        with pytest.raises(UserError, match="a notebook folder may not"):
-            servers.servers()
+        result = await agent.run("hi")  # nobody to enable `demo`: it stays off too
+        status = {s.name: s for s in agent.mcp.status()} if agent.mcp else {}
     finally:
-        servers.close()
+        agent.close()
+    assert result.status == "completed"
+    assert status["demo"].state == "not enabled yet" and status["off"].state == "disabled"
+    assert status["old"].state == "invalid" and "SSE transport is not supported" in status["old"].error
+    assert status["sneaky"].state == "invalid" and "a notebook folder may not" in status["sneaky"].error
+    told = model.requests[0].messages[-1].content[-1].text
+    assert "`old` is misconfigured" in told and "`sneaky` is misconfigured" in told
+    warned = {e.message for e in seen if isinstance(e, RunWarning)}
+    assert any("a notebook folder may not" in m for m in warned)
 
 
 def test_tool_names_are_safe_for_every_provider() -> None:

@@ -63,6 +63,10 @@ class ServerConfig:
     enabled: bool = True
     #: Where the entry was read (a file, "code", "%agent mcp add"), for messages.
     source: str = "code"
+    #: Why an entry of a file cannot be used, and its fix: such a server is listed, never
+    #: started, and a run says so instead of failing (the file may be another client's too).
+    problem: str = ""
+    problem_hint: str = ""
 
     @property
     def transport(self) -> str:
@@ -87,9 +91,12 @@ class ServerConfig:
         )
 
 
-def parse_server(name: str, entry: Mapping[str, Any] | ServerConfig, *, source: str = "code") -> ServerConfig:
+def parse_server(
+    name: str, entry: Mapping[str, Any] | ServerConfig, *, source: str = "code", shared: bool = False
+) -> ServerConfig:
     """A validated :class:`ServerConfig` from one ``mcpServers`` entry; a bad entry raises a
-    :class:`UserError` naming the key and what to write."""
+    :class:`UserError` naming the key and what to write. ``shared``: the entry is in a file other
+    MCP clients read too, so keys of theirs are ignored (and their ``disabled`` understood)."""
     if isinstance(entry, ServerConfig):
         return entry
     where = f"In {source}, MCP server {name!r}"
@@ -100,6 +107,11 @@ def parse_server(name: str, entry: Mapping[str, Any] | ServerConfig, *, source: 
         )
     if not isinstance(entry, Mapping):
         raise _invalid(f"{where} must be a table of settings.", f"Write e.g. {_EXAMPLE}.")
+    if shared:
+        disabled = entry.get("disabled")
+        entry = {k: v for k, v in entry.items() if k in _KEYS}
+        if isinstance(disabled, bool) and "enabled" not in entry:
+            entry["enabled"] = not disabled
     unknown = sorted(set(entry) - set(_KEYS))
     if unknown:
         raise _invalid(f"{where} has unknown keys: {', '.join(unknown)}.", f"Known keys: {', '.join(_KEYS)}.")
@@ -169,12 +181,38 @@ def project_file(workspace: Path) -> Path:
 
 
 def configured_servers(workspace: Path | None) -> dict[str, ServerConfig]:
-    """The servers of the user's config file, then of the workspace's ``.mcp.json``."""
+    """The servers of the user's config file, then of the workspace's ``.mcp.json``. An entry
+    that cannot be used comes with its ``problem`` instead of failing every run."""
     path = config_path()
     table = read_config(path).get("mcp_servers", {})
-    servers = parse_servers(table, source=str(path))
+    servers = _from_file(table, source=str(path), shared=False)
     if workspace is not None:
         servers.update(_read_project(project_file(workspace)))
+    return servers
+
+
+def _from_file(entries: Any, *, source: str, shared: bool) -> dict[str, ServerConfig]:
+    if not isinstance(entries, Mapping):
+        raise _invalid(
+            f"In {source}, the MCP servers must be a mapping of names to settings.",
+            "Write a table per server: [mcp_servers.NAME] in config.toml, "
+            '{"mcpServers": {"NAME": {...}}} in .mcp.json.',
+        )
+    servers: dict[str, ServerConfig] = {}
+    for name, entry in entries.items():
+        try:
+            server = parse_server(name, entry, source=source, shared=shared)
+            if shared and server.trusted:
+                raise _invalid(
+                    f"In {source}, MCP server {name!r} says trusted = true; a notebook folder may not.",
+                    "Remove 'trusted' there (the server is then asked about once), or trust it in your own "
+                    f"config file: [mcp_servers.{name}] trusted = true in {config_path()}.",
+                )
+        except UserError as exc:
+            server = ServerConfig(
+                name=str(name), source=source, problem=exc.info.message, problem_hint=exc.info.hint
+            )
+        servers[str(name)] = server
     return servers
 
 
@@ -188,15 +226,7 @@ def _read_project(path: Path) -> dict[str, ServerConfig]:
             f"Could not read {path}: {exc}", 'Fix the file: it is JSON, {"mcpServers": {...}}.'
         ) from exc
     entries = data.get("mcpServers", {}) if isinstance(data, dict) else None
-    servers = parse_servers(entries if entries is not None else [], source=str(path))
-    for server in servers.values():
-        if server.trusted:
-            raise _invalid(
-                f"In {path}, MCP server {server.name!r} says trusted = true; a notebook folder may not.",
-                "Remove 'trusted' there (the server is then asked about once), or trust it in your own "
-                f"config file: [mcp_servers.{server.name}] trusted = true in {config_path()}.",
-            )
-    return servers
+    return _from_file(entries, source=str(path), shared=True)
 
 
 def expand(value: str, *, what: str) -> str:

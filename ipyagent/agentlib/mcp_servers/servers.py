@@ -24,7 +24,7 @@ from typing import Any
 
 from ..background import BackgroundLoop
 from ..config_file import config_path
-from ..errors import ErrorInfo
+from ..errors import ErrorInfo, UserError
 from ..tool_sources import SourceContext, SourcedTools
 from ..tools import Tool, ToolOutput
 from .config import ServerConfig, configured_servers, parse_server, parse_servers
@@ -135,7 +135,9 @@ class McpServers:
             decision = self._decision(config)
             error = ""
             tools: tuple[str, ...] = ()
-            if not config.enabled:
+            if config.problem:
+                state, error = "invalid", f"{config.problem} {config.problem_hint}"
+            elif not config.enabled:
                 state = "disabled"
             elif connection is not None and connection.state != "stopped":
                 state = connection.state
@@ -147,9 +149,8 @@ class McpServers:
                 state = "not enabled yet"
             else:
                 state = "stopped"
-            rows.append(
-                ServerStatus(name, config.transport, config.target, config.source, state, tools, error)
-            )
+            transport = "(unusable entry)" if config.problem else config.transport
+            rows.append(ServerStatus(name, transport, config.target, config.source, state, tools, error))
         return rows
 
     # -- runs ------------------------------------------------------------------------------------
@@ -157,18 +158,21 @@ class McpServers:
     async def tools_for_run(self, context: SourceContext) -> SourcedTools:
         """The tools of every enabled server, starting those not running (see the module doc)."""
         configs = [c for c in self.servers().values() if c.enabled]
-        if not configs:
-            return SourcedTools()
-        try:
-            require_sdk()
-        except Exception as exc:
-            info: ErrorInfo = exc.info  # type: ignore[attr-defined]
-            names = ", ".join(c.name for c in configs)
-            return SourcedTools(
-                notes=[f"The MCP servers {names} are not available: {info.message}"], problems=[info]
-            )
         notes: list[str] = []
         problems: list[ErrorInfo] = []
+        for config in [c for c in configs if c.problem]:  # an entry of a file that cannot be used
+            notes.append(f"The MCP server `{config.name}` is misconfigured; its tools are not available.")
+            problems.append(_problem(config, config.problem, hint=config.problem_hint))
+        configs = [c for c in configs if not c.problem]
+        if not configs:
+            return SourcedTools(notes=notes, problems=problems)
+        try:
+            require_sdk()
+        except UserError as exc:
+            info = exc.info
+            names = ", ".join(c.name for c in configs)
+            notes.append(f"The MCP servers {names} are not available: {info.message}")
+            return SourcedTools(notes=notes, problems=[*problems, info])
         enabled: list[ServerConfig] = []
         for config in configs:
             refusal = await self._enable(config, context)
