@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 from conftest import Kernel, text_of
@@ -56,3 +58,27 @@ def test_servers_are_added_listed_used_and_removed(jupyter_env: Path) -> None:
         assert reply["status"] == "error" and "which command or URL?" in text_of(outputs)
     finally:
         kernel.close()
+
+
+def test_shutting_the_kernel_down_stops_its_servers(jupyter_env: Path) -> None:
+    kernel = Kernel(jupyter_env, env={"IPYAGENT_CONFIG": str(jupyter_env / "none.toml")})
+    try:
+        kernel.run(SETUP)
+        kernel.run(f"%agent mcp add demo --trust {sys.executable} {DEMO}")
+        kernel.run("m = ScriptedModel([tool_call('demo__pid'), 'ok'])")
+        reply, outputs = kernel.run("%%agent -m m -o res\npid?", timeout=120)
+        assert reply["status"] == "ok", text_of(outputs)
+        _, outputs = kernel.run("print(res.messages[2].tool_results[0].content)")
+        pid = int(text_of(outputs).strip())
+        os.kill(pid, 0)  # running
+    finally:
+        kernel.kc.stop_channels()
+        kernel.km.shutdown_kernel(now=False)  # a shutdown request: the kernel exits on its own
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the MCP server (pid {pid}) outlived its kernel")
