@@ -328,7 +328,7 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def http_server() -> Iterator[str]:
+def http_server_process() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """The demo server over streamable HTTP on 127.0.0.1, requiring a bearer token."""
     port = free_port()
     env = {**os.environ, "DEMO_REQUIRE_TOKEN": "s3cret"}
@@ -349,12 +349,47 @@ def http_server() -> Iterator[str]:
                     said = process.stderr.read() if process.stderr else ""
                     raise RuntimeError(f"the demo HTTP server did not start: {said}") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", process
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
         if process.stderr:
             process.stderr.close()
+
+
+@pytest.fixture
+def http_server(http_server_process: tuple[str, subprocess.Popen[bytes]]) -> str:
+    return http_server_process[0]
+
+
+async def test_a_streamable_http_server_that_goes_away_mid_run(
+    tmp_path: Path, http_server_process: tuple[str, subprocess.Popen[bytes]]
+) -> None:
+    url, process = http_server_process
+    model = ScriptedModel(
+        [tool_call("web__add", {"a": 1, "b": 2}), tool_call("web__add", {"a": 2, "b": 2}), "ok", "gone"]
+    )
+    headers = {"Authorization": "Bearer s3cret"}
+    agent = agent_with(model, tmp_path, web={"url": url, "headers": headers, "trusted": True})
+
+    def stop_server_after_the_first_result(event: AgentEvent) -> None:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    agent.on("tool_result", stop_server_after_the_first_result)
+    try:
+        first = await agent.run("add twice")
+        second = await agent.run("again")
+        state = agent.mcp.status()[0] if agent.mcp else None
+    finally:
+        agent.close()
+    added, lost = results(first.messages)
+    assert added == "3" and "The MCP server `web` is not available" in lost
+    assert second.status == "completed"
+    assert "`web` could not be started" in model.requests[-1].messages[-1].content[-1].text
+    assert state is not None and state.state == "failed" and "ConnectError" in state.error
 
 
 async def test_a_streamable_http_server_with_headers(
