@@ -145,6 +145,6 @@ def _schema_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list[
         validator_class = jsonschema.validators.validator_for(schema)
         validator = validator_class(schema)
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
-    except jsonschema.SchemaError:
-        return []  # a server's broken schema is its own business; it validates the call itself
+    except Exception:  # a broken schema, an unresolvable $ref: the server validates the call itself
+        return []
     return [f"{'.'.join(str(p) for p in e.path) or '(arguments)'}: {e.message}" for e in errors]
