@@ -31,7 +31,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -39,7 +39,7 @@ from .asks import Inbox, PendingAnswers
 from .attachments import Attachment, attachment_blocks
 from .budget import Budget
 from .bus import EventBus, Listener, Subscription
-from .compaction import CompactionResult
+from .compaction import CompactionResult, compact_conversation
 from .conversation import Conversation
 from .errors import UserError
 from .events import AgentEvent, Decision
@@ -50,12 +50,15 @@ from .project_context import ProjectContext, load_project_context
 from .request_redaction import RequestRedactor, redact_requests_default
 from .result import RunResult
 from .retry import RetryPolicy
-from .run import AgentRun, RunConfig, compact_conversation
+from .run import AgentRun, RunConfig
 from .sessions import Session
 from .system_prompt import build_system_prompt
 from .tool_choice import ToolChoicePolicy, call_named_tools, check_tool_choice
 from .tools import Tool, as_tool
 from .usage import ContextWindow, Usage, estimate_tokens
+
+if TYPE_CHECKING:
+    from .mcp_servers import McpServers
 
 __all__ = ["Agent"]
 
@@ -102,6 +105,11 @@ class Agent:
             anything shaped like a key) in what is sent to the model; the conversation keeps
             what was written. ``None`` takes ``redact_requests`` from the config file (default
             on). See :mod:`ipyagent.agentlib.request_redaction`.
+        mcp: MCP servers whose tools join the runs, named ``<server>__<tool>``:
+            ``{"time": {"command": "python", "args": ["-m", "mcp_server_time"]}}`` (or ``url`` and
+            ``headers``), added to those of the config file and the workspace's ``.mcp.json``; an
+            :class:`~ipyagent.agentlib.mcp_servers.McpServers` to share; ``False`` for none. Each
+            server is enabled by the user once (see :mod:`ipyagent.agentlib.mcp_servers`).
     """
 
     def __init__(
@@ -132,6 +140,7 @@ class Agent:
         budget: Budget | Mapping[str, Any] | str | None = None,
         conversation_budget: Budget | Mapping[str, Any] | str | None = None,
         redact_requests: bool | None = None,
+        mcp: McpServers | Mapping[str, Any] | bool | None = None,
     ) -> None:
         if max_turns < 1:
             raise UserError(
@@ -185,6 +194,7 @@ class Agent:
         self._task: asyncio.Task[RunResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._provider: Provider | None = None
+        self._mcp, self._owns_mcp = _mcp_servers(mcp, self.workspace)
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -359,6 +369,8 @@ class Agent:
         closes them."""
         self._conversation.close()
         self._release_provider()
+        if self._mcp is not None and self._owns_mcp:
+            self._mcp.close()
 
     async def compact(self, focus: str = "") -> CompactionResult:
         """Summarize the older part of the conversation now, keeping the last ``compact_keep``
@@ -532,7 +544,14 @@ class Agent:
             tool_choice=self.tool_choice if tool_choice is None else tool_choice,
             budget=self.budget,
             conversation_budget=self.conversation_budget,
+            tool_sources=(self._mcp,) if self._mcp is not None else (),
+            system_for=self.system_prompt,
         )
+
+    @property
+    def mcp(self) -> McpServers | None:
+        """The MCP servers whose tools join the runs (``None`` with ``mcp=False``)."""
+        return self._mcp
 
     def _tools_for_run(self) -> list[Tool]:
         """The agent's tools, plus ``load_skill`` when the workspace has skills."""
@@ -614,6 +633,7 @@ class Agent:
             "tool_choice": self.tool_choice,
             "budget": self.budget,
             "conversation_budget": self.conversation_budget,
+            "mcp": self._mcp if self._mcp is not None else False,
         }
 
     def _require_writable(self, what: str) -> None:
@@ -653,6 +673,24 @@ def _resolve(model: str | Provider | None) -> Provider:
 
         return provider_for(model)
     return model
+
+
+def _mcp_servers(
+    mcp: McpServers | Mapping[str, Any] | bool | None, workspace: Path
+) -> tuple[McpServers | None, bool]:
+    """The agent's MCP servers and whether it owns them (closes them with itself)."""
+    if mcp is False:
+        return None, False
+    from .mcp_servers import McpServers
+
+    if isinstance(mcp, McpServers):
+        return mcp, False
+    if isinstance(mcp, Mapping) and mcp:
+        from .mcp_servers.connection import require_sdk
+
+        require_sdk()  # asked for by name: say now how to install it
+    given = mcp if isinstance(mcp, Mapping) else None
+    return McpServers(given, workspace=workspace), True
 
 
 def _model_id(model: str | Provider | None) -> str | None:

@@ -9,7 +9,7 @@ deterministic digest stands in, so compaction always makes progress.
 :func:`compact` is pure apart from the one model request: it returns a :class:`CompactionResult`
 (what it decided: the summary, how many messages it replaces, the usage it spent) and changes
 nothing. The :class:`~ipyagent.agentlib.conversation.Conversation` applies it; the loop
-(:func:`ipyagent.agentlib.run.compact_conversation`) announces it. When to compact is the loop's
+(:func:`compact_conversation`) announces it. When to compact is the loop's
 call (the context crossing a threshold, or the provider reporting an overflow, once per run) or
 the user's (``await agent.compact()``).
 """
@@ -21,19 +21,25 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from .errors import AgentError, ErrorInfo
+from .events import AgentEvent, CompactionCompleted, CompactionStarted, RunWarning
 from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .model import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport, open_stream
 from .redact import redact_text
 from .retry import Retries, RetryPolicy
 from .usage import CHARS_PER_TOKEN, Usage, request_usage
 
+if TYPE_CHECKING:  # the conversation applies a compaction's result: it imports this module
+    from .conversation import Conversation
+
 __all__ = [
     "SUMMARY_PREFIX",
     "SUMMARY_SYSTEM_PROMPT",
     "CompactionResult",
     "compact",
+    "compact_conversation",
     "fallback_summary",
     "is_summary",
     "render_transcript",
@@ -269,3 +275,45 @@ def fallback_summary(messages: Sequence[Message]) -> str:
 def _one_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+async def compact_conversation(
+    conversation: Conversation,
+    provider: Provider,
+    *,
+    keep: int,
+    settings: ModelSettings,
+    retry: RetryPolicy,
+    reason: Literal["threshold", "overflow", "manual"],
+    focus: str = "",
+    emit: Callable[[AgentEvent], None],
+    screen: Callable[[ModelRequest], Awaitable[ModelRequest]] | None = None,
+) -> CompactionResult:
+    """Compact ``conversation`` now: announce it, let :func:`~ipyagent.agentlib.compaction.compact`
+    decide (its request through ``screen``), have the conversation apply the decision, and
+    report how it went."""
+    emit(CompactionStarted(reason=reason, messages=len(conversation.messages)))
+    result = await compact(
+        conversation.messages, provider, keep=keep, focus=focus, settings=settings, retry=retry, screen=screen
+    )
+    conversation.apply_compaction(result, reason=reason)
+    if result.error is not None:
+        emit(
+            RunWarning(
+                code="compaction_fallback",
+                message=f"The model could not summarize the conversation ({result.error.message}); "
+                "a mechanical digest was used instead.",
+                hint=result.error.hint,
+            )
+        )
+    summary = result.summary
+    emit(
+        CompactionCompleted(
+            dropped=result.dropped,
+            kept=result.kept,
+            summary=summary.text if summary else "",
+            summary_hash=result.summary_hash,
+            fallback=result.fallback,
+        )
+    )
+    return result

@@ -7,6 +7,7 @@ events ends in ``assert_never`` so that a new event type is a type error until h
 Order within a run::
 
     run_started
+      [ask_user_required → ask_user_answered]  (enabling an MCP server, once)
       request_started  (text|thinking)_(start|delta|end)*  tool_call_(start|delta|end)*
         usage?  request_done | request_error(will_retry → the request's parts are discarded)
       message_committed (the assistant message)

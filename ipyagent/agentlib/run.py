@@ -21,15 +21,15 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .asks import Inbox, PendingAnswers
 from .attachments import attachment_label
 from .budget import Budget, Spending
 from .bus import EventBus
-from .compaction import CompactionResult, compact, split_point
+from .compaction import compact_conversation, split_point
 from .conversation import Conversation
 from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, PolicyBlocked, RunError
 from .events import (
@@ -37,8 +37,6 @@ from .events import (
     AskUserAnswered,
     AskUserRequired,
     AttachmentSent,
-    CompactionCompleted,
-    CompactionStarted,
     Decision,
     MessageCommitted,
     PermissionRequired,
@@ -67,7 +65,7 @@ from .hooks import (
     screener,
 )
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
-from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
+from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec, open_stream
 from .parts import PartsAssembler
 from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
@@ -75,11 +73,12 @@ from .request_redaction import RequestRedactor
 from .result import RunResult
 from .retry import Retries, RetryPolicy
 from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_tool_call
+from .tool_sources import SourceContext, ToolSource, gather_tools
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
 from .vision import accepts_images, has_images, remember_no_images, without_images
 
-__all__ = ["AgentRun", "RunConfig", "compact_conversation"]
+__all__ = ["AgentRun", "RunConfig"]
 
 log = logging.getLogger("ipyagent")
 
@@ -121,6 +120,9 @@ class RunConfig:
     #: Caps on what this run may spend, and on the conversation's total (see budget.py).
     budget: Budget | None = None
     conversation_budget: Budget | None = None
+    #: Where more tools come from as the run starts (MCP servers); the system prompt for them.
+    tool_sources: tuple[ToolSource, ...] = ()
+    system_for: Callable[[Sequence[ToolSpec]], str] | None = None
 
 
 class AgentRun:
@@ -197,7 +199,9 @@ class AgentRun:
                 return self._finish("exhausted", spent)  # before the prompt: nothing is committed
             started = True
             self.conversation.record_settings(config.model, config.settings)
-            self._commit(Message.user(_join(self.prompt, self.inbox.take()), *self.attachments))
+            notes = await self._gather_tools() if config.tool_sources else ()
+            config = self.config
+            self._commit(Message.user(_join(self.prompt, self.inbox.take()), *self.attachments, *notes))
             for block in self.attachments:
                 if isinstance(block, TextBlock | ImageBlock):
                     text = block.text if isinstance(block, TextBlock) else ""
@@ -257,6 +261,17 @@ class AgentRun:
             self.spending.stop_timer()
             if started and sys.exc_info()[0] is None:  # not as the process goes down
                 self.conversation.add_run_time(self.spending.elapsed)
+
+    async def _gather_tools(self) -> tuple[TextBlock, ...]:
+        """Add the tool sources' tools to this run's (see :mod:`.tool_sources`); returns the notes."""
+        config = self.config
+        context = SourceContext(ask=self._ask_user, auto_approve=config.auto_approve)
+        added, notes = await gather_tools(config.tool_sources, context, known=self.tools, emit=self._emit)
+        if added:
+            tools = (*config.tools, *added)
+            system = config.system_for([t.spec for t in tools]) if config.system_for else config.system
+            self.config, self.tools = replace(config, tools=tools, system=system), {t.name: t for t in tools}
+        return notes
 
     def _schemas(self) -> str:
         return "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)
@@ -733,48 +748,6 @@ class AgentRun:
                     code="hook_failed", message=f"The hook {hook_name(fn)} raised {type(exc).__name__}: {exc}"
                 )
             )
-
-
-async def compact_conversation(
-    conversation: Conversation,
-    provider: Provider,
-    *,
-    keep: int,
-    settings: ModelSettings,
-    retry: RetryPolicy,
-    reason: Literal["threshold", "overflow", "manual"],
-    focus: str = "",
-    emit: Callable[[AgentEvent], None],
-    screen: Callable[[ModelRequest], Awaitable[ModelRequest]] | None = None,
-) -> CompactionResult:
-    """Compact ``conversation`` now: announce it, let :func:`~ipyagent.agentlib.compaction.compact`
-    decide (its request through ``screen``), have the conversation apply the decision, and
-    report how it went."""
-    emit(CompactionStarted(reason=reason, messages=len(conversation.messages)))
-    result = await compact(
-        conversation.messages, provider, keep=keep, focus=focus, settings=settings, retry=retry, screen=screen
-    )
-    conversation.apply_compaction(result, reason=reason)
-    if result.error is not None:
-        emit(
-            RunWarning(
-                code="compaction_fallback",
-                message=f"The model could not summarize the conversation ({result.error.message}); "
-                "a mechanical digest was used instead.",
-                hint=result.error.hint,
-            )
-        )
-    summary = result.summary
-    emit(
-        CompactionCompleted(
-            dropped=result.dropped,
-            kept=result.kept,
-            summary=summary.text if summary else "",
-            summary_hash=result.summary_hash,
-            fallback=result.fallback,
-        )
-    )
-    return result
 
 
 def _error(text: str) -> ToolOutput:

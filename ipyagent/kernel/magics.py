@@ -103,6 +103,11 @@ HELP = """\
 %agent reset               forget the current conversation
 %agent undo [RUN]          undo the latest run's changes to the open notebook (or run RUN's): cells you
                            changed since stay; the kernel's variables are not rolled back
+%agent mcp [list]           MCP servers, their state and tools (see docs/mcp.md)
+%agent mcp add NAME [--trust] [--env K=V] [--header K=V] COMMAND [ARGS...] | URL
+                           add a server for this kernel (enabled once you allow it; --trust: now)
+%agent mcp remove NAME     stop a server and leave it out
+%agent mcp allow NAME      enable a server you declined
 %agent cassette [record|replay|off] [PATH]  record model streams to a cassette, or replay them offline
 %agent help                this text
 """
@@ -302,6 +307,7 @@ class AgentMagics(Magics):
                 workspace=self.state.workspace,
                 # Its own hooks, which include the kernel's: those apply to every conversation.
                 hooks=Hooks(include=[kernel_hooks()]),
+                mcp=self.state.mcp,
             )
             self.state.agents[name] = agent
         if new:
@@ -415,6 +421,11 @@ class AgentMagics(Magics):
             for agent in self.state.agents.values():
                 agent.close()
             self.state.agents.clear()
+
+    def _cmd_mcp(self, rest: list[str]) -> None:
+        from .mcp_command import mcp_command
+
+        print(mcp_command(self.state.mcp, rest))
 
     def _cmd_help(self, rest: list[str]) -> None:
         print(HELP)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.agent import Agent
     from ..agentlib.background import BackgroundLoop
     from ..agentlib.hooks import Hooks
+    from ..agentlib.mcp_servers import McpServers
     from ..agentlib.model import Provider
     from ..agentlib.usage import Usage
     from .tools._cell_runs import CellRunner
@@ -61,6 +62,8 @@ class KernelState:
     #: The comms with the pages showing this kernel's notebook (opened by ``%load_ext``).
     live: LiveNotebook = field(init=False)
     _cells: CellRunner | None = field(default=None, init=False, repr=False)
+    #: The MCP servers of every conversation of this kernel (``%agent mcp``), made at first use.
+    _mcp: McpServers | None = None
 
     def __post_init__(self) -> None:
         self.live = LiveNotebook(self.shell)
@@ -90,6 +93,16 @@ class KernelState:
         notebook = self.notebook
         return notebook.parent if notebook is not None else Path.cwd()
 
+    @property
+    def mcp(self) -> McpServers:
+        """The kernel's MCP servers: the config file's, the notebook folder's ``.mcp.json`` and
+        those added with ``%agent mcp add``; started at the first run that enables them."""
+        if self._mcp is None:
+            from ..agentlib.mcp_servers import McpServers
+
+            self._mcp = McpServers(workspace=self.workspace)
+        return self._mcp
+
     def say_once(self, key: str, message: str) -> None:
         """Print a notice the first time only (which model is used, where sessions go, ...)."""
         if key not in self.said:
@@ -101,4 +114,6 @@ class KernelState:
         for agent in self.agents.values():
             agent.cancel()
         self.agents.clear()
+        if self._mcp is not None:
+            self._mcp.close()
         self.loop.stop()
