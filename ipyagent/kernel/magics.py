@@ -85,6 +85,7 @@ HELP = """\
   --tools LIST             tool groups python,notebook,files (default: all), shell (commands in
                            the OS sandbox; only when named) and your own functions by name,
                            e.g. --tools python,lookup_price
+  --cells                  the agent's code runs as new cells of the notebook, not hidden in the run
   --max-turns N            model calls allowed in this run
   --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
   --context PARTS          what the model is told of the notebook unasked: cell,outline,variables,error,
@@ -139,6 +140,10 @@ class AgentMagics(Magics):
         ["none", "low", "medium", "high"], None, allow_none=True, help="Reasoning effort."
     ).tag(config=True)
     tools = Unicode(",".join(GROUPS), help="Tool groups available by default.").tag(config=True)
+    code_in_cells = Bool(
+        False,
+        help="The agent's code runs as new cells of the notebook (run_new_cell), not hidden in the run.",
+    ).tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
 
@@ -158,6 +163,12 @@ class AgentMagics(Magics):
         "--tools",
         default=None,
         help="Tool groups (python,notebook,files; shell when named) and your own functions' names.",
+    )
+    @argument(
+        "--cells",
+        action="store_true",
+        default=None,
+        help="The agent's code runs as new cells of the notebook, not hidden in the run.",
     )
     @argument("--max-turns", type=int, default=None, help="Model calls allowed in this run.")
     @argument("--budget", default=None, help="Caps on this run: tokens=50k,cost=0.50,time=5m.")
@@ -249,6 +260,7 @@ class AgentMagics(Magics):
             cell_id=cell_id,
             session=agent.session.path.name if agent.session is not None else None,
             cells=self.state.cells,
+            code_in_cells=bool(getattr(args, "cells", None) or self.code_in_cells),
         ):
             agent.add_tool(t)
         if self._someone_may_answer(args):

@@ -136,3 +136,44 @@ def test_the_kernel_interrupt_ends_a_long_cell_the_agent_runs(page: Any, lab: La
     assert "KeyboardInterrupt" in output_of(page, "c-agent")  # the agent's cell stops too (Run All halts)
     assert [c["id"] for c in document(page)] == ["c-setup", "c-agent", "c-long"]
     screenshot(page, "run_cell", "3-interrupted")
+
+
+CELLS_AGENT = """
+%load_ext ipyagent
+from ipyagent.testing import ScriptedModel, tool_call
+m = ScriptedModel([
+    [tool_call("run_new_cell", {"code": "total = sum(range(5))\\nprint('adding up')\\ntotal"})],
+    [tool_call("run_new_cell", {"code": "total * 2"})],
+    "Twice the total is 20.",
+])
+"""
+
+
+def test_with_cells_the_agents_code_becomes_cells_below_its_own(page: Any, lab: Lab) -> None:
+    name = write_cells(
+        lab,
+        "code-in-cells.ipynb",
+        [
+            ("c-setup", CELLS_AGENT),
+            ("c-agent", "%%agent -m m --yes --cells\nDouble the total."),
+            ("c-end", ""),
+        ],
+    )
+    open_notebook(page, lab, name)
+    run_by_id(page, "c-setup")
+    page.wait_for_selector(
+        ".jp-NotebookPanel[data-ipyagent-live='connected']", state="attached", timeout=30_000
+    )
+    run_by_id(page, "c-agent")
+    cells = document(page)
+    assert [c["id"] for c in cells][:2] == ["c-setup", "c-agent"] and cells[-1]["id"] == "c-end"
+    first, second = cells[2], cells[3]
+    assert first["source"] == "total = sum(range(5))\nprint('adding up')\ntotal"
+    assert second["source"] == "total * 2"
+    assert first["ipyagent"]["run"] == second["ipyagent"]["run"]  # provenance: made by this run
+    made = [cell_state(page, c["id"]) for c in (first, second)]
+    assert [o["output_type"] for o in made[0]["outputs"]] == ["stream", "execute_result"]
+    assert made[1]["outputs"][0]["data"]["text/plain"] == "20"
+    setup = cell_state(page, "c-setup")["count"]
+    assert [m["count"] for m in made] == [setup + 2, setup + 3]
+    screenshot(page, "run_cell", "4-code-in-cells")

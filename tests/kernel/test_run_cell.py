@@ -105,3 +105,20 @@ def test_stopping_the_run_ends_a_long_cell_it_runs(jupyter_env: Path) -> None:
         assert status == "cancelled" and ran.startswith("import pathlib")
     finally:
         kernel.close()
+
+
+def test_with_cells_the_agents_code_runs_as_cells_and_run_python_is_not_offered(kernel: Kernel) -> None:
+    kernel.run(
+        "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel, tool_call\n"
+        "m = ScriptedModel([[tool_call('run_new_cell', {'code': 'x = 41 + 1\\nx'})], 'x is 42.'])"
+    )
+    reply, outputs = kernel.run("%%agent -m m --yes --cells -o res\nCompute x.")
+    assert reply["status"] == "ok", text_of(outputs)
+    _, shown = kernel.run(
+        "print(x)\nprint(sorted(t.name for t in m.requests[0].tools if 'run' in t.name))\n"
+        "print(res.messages[-2].tool_results[0].content)"
+    )
+    value, offered, result = text_of(shown).split("\n", 2)
+    assert value == "42"
+    assert offered == "['run_cell', 'run_new_cell']"  # no hidden run_python
+    assert "no page shows the notebook live, so no cell was added" in result and "[result]\n42" in result

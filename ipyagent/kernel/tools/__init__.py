@@ -39,23 +39,29 @@ def kernel_tools(
     cell_id: str | None = None,
     session: str | None = None,
     cells: CellRunner | None = None,
+    code_in_cells: bool = False,
 ) -> list[Tool]:
     """The tools of ``groups``. ``protected`` maps files no tool may write (the conversation's
     session file, the cassette, a headless run's notebook) to what they are; ``live`` is the
     channel to the pages showing the notebook, ``cell_id`` the cell the run is in, ``session``
     the name of the conversation's session file (the cells the run changes say so), ``cells``
-    what runs the notebook's cells (``run_cell``, offered with the notebook tools)."""
+    what runs the notebook's cells (``run_cell``, offered with the notebook tools);
+    ``code_in_cells``: the agent's code runs as new cells of the notebook (``run_new_cell``)
+    instead of hidden in the run (``run_python``), so the notebook shows how each result was made."""
     own = _namespace_tools([g for g in groups if g not in (*GROUPS, *OPTIONAL_GROUPS)], namespace or {})
     tools: list[Tool] = []
+    code_in_cells = code_in_cells and cells is not None and "python" in groups
     if "python" in groups:
         from .python import python_tools
 
-        tools += python_tools(shell, main, history)
-    if "notebook" in groups:
+        tools += [
+            t for t in python_tools(shell, main, history) if not (code_in_cells and t.name == "run_python")
+        ]
+    if "notebook" in groups or code_in_cells:
         from ..notebook_path import runs_headless
         from .notebook import notebook_tools
 
-        tools += notebook_tools(
+        notebook_group = notebook_tools(
             shell,
             main,
             notebook,
@@ -64,7 +70,9 @@ def kernel_tools(
             cell_id=cell_id,
             session=session,
             cells=cells,
+            code_in_cells=code_in_cells,
         )
+        tools += [t for t in notebook_group if "notebook" in groups or t.name == "run_new_cell"]
     if "files" in groups:
         from .files import file_tools
 

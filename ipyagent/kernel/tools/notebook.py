@@ -176,12 +176,14 @@ def notebook_tools(
     cell_id: str | None = None,
     session: str | None = None,
     cells: CellRunner | None = None,
+    code_in_cells: bool = False,
 ) -> list[Tool]:
     """The notebook tools of one run. ``live``: the channel to the pages showing this kernel's
     notebook (the tools read and edit the open document through it when a page is connected);
     ``cell_id``: the cell the run is in, if any; ``session``: the conversation's session file
     name, stamped with the run and the call on every cell the run changes in the open document;
-    ``cells``: what runs a cell for ``run_cell`` (not offered without it)."""
+    ``cells``: what runs a cell for ``run_cell`` (not offered without it); ``code_in_cells``:
+    also offer ``run_new_cell``, the agent's code as cells the user sees (``%%agent --cells``)."""
     proposals: list[str] = []
     #: Ids of the cells this run inserted into the live notebook, in order.
     inserted: list[str] = []
@@ -507,6 +509,46 @@ def notebook_tools(
             images=output.images,
         )
 
+    async def run_new_cell(code: str, timeout: float = 120, run: RunContext = OUTSIDE_A_RUN) -> ToolOutput:
+        """Run Python code in the user's live namespace as a new cell of the notebook, below the
+        cells this run added: the user sees the code and its outputs in the notebook, so every
+        result shows how it was made. Returns what it printed, its result and any error.
+
+        Args:
+            code: Python source. Notebook magics such as %timeit work too.
+            timeout: Seconds after which the cell is interrupted; you then get what it printed
+                until then.
+        """
+        assert cells is not None
+        is_live, note = live_here(None)
+        timeout = max(1.0, min(float(timeout), 3600.0))
+        if is_live:
+            assert live is not None
+            try:
+                head = await asyncio.to_thread(insert_live, live, code, "code", run)
+            except WorkspaceError as exc:
+                is_live, note = False, f"(not added to the live notebook: {exc})"
+            else:
+                new_id = inserted[-1]
+                output = await cells.run(new_id, code, send=live.notify_cell_outputs, timeout=timeout)
+                return ToolOutput(
+                    text=f"{head} It ran; its outputs are in the cell.\n{output.text}",
+                    is_error=output.is_error,
+                    images=output.images,
+                )
+        output = await cells.run("", code, send=None, timeout=timeout)
+        where = (
+            "(ran in the kernel; this run is headless, so no cell was added)"
+            if headless
+            else noted(note, "(ran in the kernel; no page shows the notebook live, so no cell was added)")
+        )
+        return ToolOutput(
+            text=f"{where}\n{output.text}",
+            is_error=output.is_error,
+            display=output.display,
+            images=output.images,
+        )
+
     def live_source(live: LiveNotebook, cell_id: str) -> tuple[str | None, str]:
         """The cell's source in the open document; ``(None, note)`` to fall back on the file."""
         from ..live_document import LiveNotebookError
@@ -533,6 +575,8 @@ def notebook_tools(
     ]
     if cells is not None:
         tools.append(tool(run_cell))
+        if code_in_cells:
+            tools.append(tool(run_new_cell))
     return tools
 
 
