@@ -55,7 +55,10 @@ __all__ = [
 #: 4: ``undo_run`` (:class:`UndoRunParams`) undoes a run's changes (``%agent undo``).
 #: 5: :class:`Notice` ``cell_outputs`` (:class:`CellOutputsParams`): a cell the agent runs shows
 #: its outputs, running state and execution count; a page of protocol 4 would drop them.
-PROTOCOL: Final = 5
+#: 6: an edit's :class:`Provenance` may say ``fix`` (``%agent fix``): the page's Keep on it runs
+#: the cell, and its Fix button on a failed cell runs ``%agent fix``; a page of protocol 5 would
+#: show the fix as a plain edit, whose Keep does not run it.
+PROTOCOL: Final = 6
 #: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
 TARGET: Final = "ipyagent.notebook"
 #: The comm target of the page: the kernel opens a comm to it to say that ipyagent is loaded,
@@ -202,6 +205,9 @@ class Provenance(TypedDict):
     session: str | None
     run: str
     call: str
+    #: The edit is ``%agent fix``'s proposal for a failed cell: Keep on its review runs the cell.
+    #: Not stored in the cell's metadata.
+    fix: NotRequired[bool]
 
 
 class EditParams(TypedDict):
