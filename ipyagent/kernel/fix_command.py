@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..agentlib.result import RunResult
     from .live_document import LiveDocument
     from .state import KernelState
     from .tools.fix import FixProposal
 
-__all__ = ["FailedCell", "find_failed_cell", "fix_prompt", "fix_report"]
+__all__ = ["FailedCell", "explanation", "find_failed_cell", "fix_prompt", "fix_report"]
 
 #: Characters of an output read from the page (a traceback's end is what matters).
 _OUTPUT_CHARS = 4_000
@@ -161,6 +162,13 @@ def fix_prompt(failed: FailedCell) -> str:
         "Read other cells or variables first if the error depends on them. Do not run code. If the "
         "cell is right and the cause is elsewhere, say where and make no edit."
     )
+
+
+def explanation(result: RunResult) -> str:
+    """What the model said in the run, all of it: a fix's explanation usually comes before its
+    edit, not in the run's last message."""
+    said = [m.text.strip() for m in result.messages if m.role == "assistant" and m.text.strip()]
+    return "\n\n".join(said)
 
 
 def _diff(before: str, after: str) -> str:

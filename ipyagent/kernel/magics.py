@@ -616,7 +616,7 @@ class AgentMagics(Magics):
     def _cmd_fix(self, rest: list[str]) -> None:
         """Explain the last error and propose its fix as an edit of the failing cell
         (``%agent fix [CELL_ID] [options]``; see :mod:`.fix_command`)."""
-        from .fix_command import find_failed_cell, fix_prompt, fix_report
+        from .fix_command import explanation, find_failed_cell, fix_prompt, fix_report
         from .notebook_path import runs_headless
         from .tools.fix import FixProposal, fix_tools
 
@@ -652,10 +652,14 @@ class AgentMagics(Magics):
             agent, fix_prompt(failed), args, cell_id=own_cell, raw_cell=raw, context="outline,variables"
         )
         self._conclude(result, interrupted)
-        if args.quiet and result is not None and result.text:
-            print(result.text)  # the explanation (the page's Fix button shows it on the cell)
         headless = runs_headless() or no_front_end(self.shell) is not None
         report, proposal = fix_report(failed, proposals, headless=headless)
+        if args.quiet and result is not None:
+            # The explanation, which the run did not show: the page's Fix button shows it on the
+            # fix's review, where the report would only repeat what the review says.
+            print(explanation(result))
+            if proposals and proposals[-1].live:
+                return
         print(report)
         if proposal is not None and self.shell is not None:
             self.shell.set_next_input(proposal, replace=False)

@@ -9,12 +9,13 @@
 // The protocol: docs/live-notebook-protocol.md.
 
 import { Notification } from "@jupyterlab/apputils";
-import { INotebookTracker } from "@jupyterlab/notebook";
+import { INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
 import pkg from "../package.json";
 import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
 import { applyCellOutputs, findCell } from "./cell_outputs.js";
 import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
-import { REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, reviewElement, runBarElement } from "./review.js";
+import { FixOutput, fixRequest, hasError } from "./fix.js";
+import { FIX_CLASS, REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, fixElement, reviewElement, runBarElement } from "./review.js";
 import { RunLog, runOf, undoRunMessage } from "./runs.js";
 import { documentSnapshot } from "./snapshot.js";
 
@@ -99,8 +100,10 @@ class Link {
     /** The edits grouped by the run that made them: "Undo run" and "Keep all". */
     this.runs = new RunLog();
     this.lookup = (editId) => this.edits.get(editId);
-    /** Cells awaiting the user's review: cell id -> {editId, run, before, after, note}. */
+    /** Cells awaiting the user's review: cell id -> {editId, run, before, after, note, fix, explanation}. */
     this.reviews = new Map();
+    /** Cells whose Fix is running (`%agent fix` in the kernel). */
+    this.fixing = new Set();
     this.renderScheduled = false;
     this.onAnnounce = () => void this.connect();
     sessionContext.kernelChanged.connect(this.onKernelChanged, this);
@@ -114,8 +117,11 @@ class Link {
   }
 
   set state(value) {
+    const changed = value !== this._state;
     this._state = value;
     for (const view of this.views) view.node.dataset.ipyagentLive = value;
+    // The Fix buttons are offered only while the kernel's ipyagent is connected.
+    if (changed) this.scheduleReviews();
   }
 
   addView(view) {
@@ -345,8 +351,9 @@ class Link {
       const run = runOf(provenance);
       this.edits.remember(editId, entry);
       this.runs.add(run, editId);
+      const fix = Boolean(provenance && provenance.fix);
       for (const { cellId, before, after } of reviewsOf(ops, entry.answer)) {
-        this.reviews.set(cellId, { editId, run, before, after, note: "" });
+        this.reviews.set(cellId, { editId, run, before, after, note: "", fix, explanation: "" });
       }
       this.scheduleReviews();
     }
@@ -372,18 +379,72 @@ class Link {
     return answer;
   }
 
-  /** Keep: the cell stays as the edit left it (an undo of its run leaves it too); the review goes. */
+  /** Keep: the review goes and the cell stays as the edit left it; a fix's cell runs. */
   keep(cellId) {
     const review = this.reviews.get(cellId);
     if (review) this.runs.keep(review.run, [cellId]);
     this.reviews.delete(cellId);
     this.scheduleReviews();
+    if (review && review.fix && !review.note) this.runCell(cellId);
   }
 
-  /** Keep all: every cell the run changed stays as it is; its reviews go. */
+  /** Keep all: the run's reviews go and its cells stay as they are; its fixes' cells run. */
   keepRun(run) {
     this.runs.keep(run, this.runs.pendingCells(run, this.lookup));
-    for (const [cellId, review] of this.reviews) if (review.run === run) this.reviews.delete(cellId);
+    const fixed = [];
+    for (const [cellId, review] of this.reviews) {
+      if (review.run !== run) continue;
+      this.reviews.delete(cellId);
+      if (review.fix && !review.note) fixed.push(cellId);
+    }
+    this.scheduleReviews();
+    for (const cellId of fixed) this.runCell(cellId);
+  }
+
+  /** Run a cell as the user would (queued behind whatever the kernel is running). */
+  runCell(cellId) {
+    const view = this.current;
+    const notebook = view && view.content;
+    const widget = notebook && notebook.widgets.find((w) => w.model.id === cellId);
+    if (!widget) return;
+    if (typeof NotebookActions.runCells === "function") {
+      void NotebookActions.runCells(notebook, [widget], view.sessionContext);
+    } else {
+      // JupyterLab before 4.2: run the active cell.
+      notebook.activeCellIndex = notebook.widgets.indexOf(widget);
+      void NotebookActions.run(notebook, view.sessionContext);
+    }
+  }
+
+  /**
+   * The Fix button: `%agent fix` for that cell, as an execute request of its own (nothing is added
+   * to the notebook, no execution count taken). Its edit comes back as a reviewed fix; what the
+   * run said is shown on that review, or in a notification when it proposed none.
+   */
+  async fix(cellId) {
+    const kernel = this.kernel;
+    if (!kernel || kernel.isDisposed || this.fixing.has(cellId)) return;
+    this.fixing.add(cellId);
+    this.scheduleReviews();
+    const output = new FixOutput();
+    let outcome;
+    try {
+      const future = kernel.requestExecute(fixRequest(cellId));
+      future.onIOPub = (msg) => output.onMessage(msg);
+      outcome = output.outcome(await future.done);
+    } catch (err) {
+      outcome = { ok: false, text: String((err && err.message) || err) };
+    } finally {
+      this.fixing.delete(cellId);
+    }
+    const review = this.reviews.get(cellId);
+    if (outcome.ok && review && review.fix) {
+      this.reviews.set(cellId, { ...review, explanation: outcome.text });
+    } else if (outcome.ok) {
+      Notification.info(`ipyagent: ${outcome.text}`, { autoClose: false });
+    } else {
+      Notification.error(`ipyagent could not fix the cell: ${outcome.text}`, { autoClose: false });
+    }
     this.scheduleReviews();
   }
 
@@ -465,8 +526,10 @@ class Link {
           review = undefined;
         }
         this.renderRunBar(widget, review, barred);
+        this.renderFixButton(widget, review);
         const shown = widget.node.querySelector(`:scope > .${REVIEW_CLASS}`);
-        if (shown && (!review || shown.dataset.note !== review.note)) shown.remove();
+        const key = review ? `${review.note}\u0000${review.explanation || ""}` : "";
+        if (shown && (!review || shown.dataset.key !== key)) shown.remove();
         if (!review || (shown && shown.isConnected)) continue;
         ensureStyle();
         const id = widget.model.id;
@@ -474,10 +537,12 @@ class Link {
           before: review.before,
           after: review.after,
           note: review.note,
+          fix: review.fix,
+          explanation: review.explanation,
           onKeep: () => this.keep(id),
           onUndo: () => this.undoCell(id),
         });
-        el.dataset.note = review.note;
+        el.dataset.key = key;
         const bar = widget.node.querySelector(`:scope > .${RUN_BAR_CLASS}`);
         const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
         if (bar) bar.after(el);
@@ -485,6 +550,29 @@ class Link {
         else widget.node.prepend(el);
       }
     }
+  }
+
+  /** The Fix button below a failed code cell's outputs, while the kernel's ipyagent is connected
+   * and no fix of the cell is under review. */
+  renderFixButton(widget, review) {
+    const model = widget.model;
+    const busy = this.fixing.has(model.id);
+    const wanted =
+      this.state === "connected" &&
+      model.type === "code" &&
+      !(review && review.fix) &&
+      (busy || hasError(model.outputs.toJSON()));
+    const key = wanted ? (busy ? "busy" : "idle") : "";
+    const shown = widget.node.querySelector(`:scope > .${FIX_CLASS}`);
+    if (shown && shown.dataset.key !== key) shown.remove();
+    if (!wanted || (shown && shown.dataset.key === key && shown.isConnected)) return;
+    ensureStyle();
+    const id = model.id;
+    const el = fixElement({ busy, onFix: () => void this.fix(id) });
+    el.dataset.key = key;
+    const outputs = widget.node.querySelector(":scope > .jp-Cell-outputWrapper");
+    if (outputs) outputs.after(el);
+    else widget.node.appendChild(el);
   }
 
   /** The bar of `review`'s run on `widget`, unless an earlier cell has it; else none there. */
