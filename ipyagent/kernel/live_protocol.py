@@ -225,8 +225,8 @@ class UndoEditParams(TypedDict):
 
 
 class UndoRunParams(TypedDict):
-    """``undo_run``: undo every edit of a run (its provenance's ``run``), newest first, leaving
-    alone the cells the user changed since or kept."""
+    """``undo_run``: undo every edit of a run (its provenance's ``run``), newest first, kept cells
+    too, leaving alone the cells the user changed since."""
 
     #: The run; None: the latest run with changes left to undo in that page.
     run: str | None

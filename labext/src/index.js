@@ -512,20 +512,23 @@ class Link {
     }, 0);
   }
 
-  /** Show each review on its cell, and take away those kept or undone; a run's bar goes on the
-   * first cell (in the document's order) that shows a review of that run. */
+  /** Show each review on its cell, and take away those kept or undone; each run still to review
+   * shows its bar (see barPlaces). */
   renderReviews() {
     for (const view of this.views) {
       if (view.isDisposed) continue;
-      const barred = new Set();
-      for (const widget of view.content.widgets) {
-        let review = this.reviews.get(widget.model.id);
+      const widgets = view.content.widgets;
+      for (const widget of widgets) {
+        const review = this.reviews.get(widget.model.id);
         if (review && review.before !== null && widget.model.sharedModel.getSource() === review.before) {
           // Taken back (JupyterLab's Undo, or by hand): nothing left to review.
           this.reviews.delete(widget.model.id);
-          review = undefined;
         }
-        this.renderRunBar(widget, review, barred);
+      }
+      const bars = this.barPlaces(widgets.map((w) => w.model.id));
+      for (const widget of widgets) {
+        const review = this.reviews.get(widget.model.id);
+        this.renderRunBars(widget, bars.get(widget.model.id) || []);
         this.renderFixButton(widget, review);
         const shown = widget.node.querySelector(`:scope > .${REVIEW_CLASS}`);
         const key = review ? `${review.note}\u0000${review.explanation || ""}` : "";
@@ -543,12 +546,53 @@ class Link {
           onUndo: () => this.undoCell(id),
         });
         el.dataset.key = key;
-        const bar = widget.node.querySelector(`:scope > .${RUN_BAR_CLASS}`);
+        const barsShown = widget.node.querySelectorAll(`:scope > .${RUN_BAR_CLASS}`);
         const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
-        if (bar) bar.after(el);
+        if (barsShown.length > 0) barsShown[barsShown.length - 1].after(el);
         else if (input) input.after(el);
         else widget.node.prepend(el);
       }
+    }
+  }
+
+  /**
+   * Where each run still to review shows its bar: on the first cell, in the document's order
+   * (`ids`), that shows a review of the run; for a run with none (it only moved or deleted cells,
+   * or its reviewed cells were kept while others are left), on the first cell it changed or that
+   * a cell it deleted came after. Cell id -> the runs whose bar it shows, oldest first.
+   */
+  barPlaces(ids) {
+    const places = new Map();
+    for (const run of this.runs.reviewed(this.lookup)) {
+      const reviewed = ids.find((id) => {
+        const review = this.reviews.get(id);
+        return review !== undefined && review.run === run;
+      });
+      const at = reviewed || this.runs.anchor(run, this.lookup, ids);
+      if (at) places.set(at, [...(places.get(at) || []), run]);
+    }
+    return places;
+  }
+
+  /** The bars of `runs` on `widget` (and no other run's), below its input. */
+  renderRunBars(widget, runs) {
+    const wanted = new Map(runs.map((run) => [`${run}:${this.runs.pendingCells(run, this.lookup).length}`, run]));
+    for (const shown of widget.node.querySelectorAll(`:scope > .${RUN_BAR_CLASS}`)) {
+      if (wanted.has(shown.dataset.key) && shown.isConnected) wanted.delete(shown.dataset.key);
+      else shown.remove();
+    }
+    if (wanted.size === 0) return;
+    ensureStyle();
+    const shownBars = widget.node.querySelectorAll(`:scope > .${RUN_BAR_CLASS}`);
+    let after = shownBars.length > 0 ? shownBars[shownBars.length - 1] : widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
+    for (const [key, run] of wanted) {
+      const count = this.runs.pendingCells(run, this.lookup).length;
+      const el = runBarElement({ run, count, onKeepAll: () => this.keepRun(run), onUndoRun: () => this.undoRunClicked(run) });
+      el.dataset.key = key;
+      el.dataset.run = run;
+      if (after) after.after(el);
+      else widget.node.prepend(el);
+      after = el;
     }
   }
 
@@ -573,25 +617,6 @@ class Link {
     const outputs = widget.node.querySelector(":scope > .jp-Cell-outputWrapper");
     if (outputs) outputs.after(el);
     else widget.node.appendChild(el);
-  }
-
-  /** The bar of `review`'s run on `widget`, unless an earlier cell has it; else none there. */
-  renderRunBar(widget, review, barred) {
-    const run = review && review.run;
-    const count = run && !barred.has(run) ? this.runs.pendingCells(run, this.lookup).length : 0;
-    const shown = widget.node.querySelector(`:scope > .${RUN_BAR_CLASS}`);
-    const key = count > 0 ? `${run}:${count}` : "";
-    if (shown && shown.dataset.key !== key) shown.remove();
-    if (count === 0) return;
-    barred.add(run);
-    if (shown && shown.dataset.key === key && shown.isConnected) return;
-    ensureStyle();
-    const el = runBarElement({ run, count, onKeepAll: () => this.keepRun(run), onUndoRun: () => this.undoRunClicked(run) });
-    el.dataset.key = key;
-    el.dataset.run = run;
-    const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
-    if (input) input.after(el);
-    else widget.node.prepend(el);
   }
 }
 
