@@ -1,7 +1,7 @@
 // The kernel's edits of the open document: `edit` and `undo_edit` (docs/live-notebook-protocol.md).
 // Pure: it changes a document through a small adapter (`ids`, `source`, `setSource`, `cellJSON`,
-// `insert`, `remove`, `move`, `getMeta`, `setMeta`), so node's tests drive it with an array and
-// index.js with the notebook's shared model, inside one transaction.
+// `insert`, `remove`, `move`, `getMeta`, `setMeta`, `setOutputs`), so node's tests drive it with
+// an array and index.js with the notebook's shared model, inside one transaction.
 //
 // An edit is all or nothing: every op's guard (the source the agent expects, the neighbour a cell
 // goes after) is checked on a simulation of the whole request before anything changes. Its undo
@@ -140,7 +140,14 @@ export function applyEdit(doc, { ops, provenance }, newId) {
     switch (op.op) {
       case "replace": {
         const i = ids.indexOf(op.cell_id);
-        inverse.push({ op: "replace", cell_id: op.cell_id, expect: op.source, source: op.expect, meta: doc.getMeta(i) });
+        const undo = { op: "replace", cell_id: op.cell_id, expect: op.source, source: op.expect, meta: doc.getMeta(i) };
+        const old = doc.cellJSON(i);
+        if (Array.isArray(old.outputs)) {
+          // A checkpoint puts back what the cell showed too: it may run (Keep on a fix) before an undo.
+          undo.outputs = old.outputs;
+          undo.execution_count = old.execution_count ?? null;
+        }
+        inverse.push(undo);
         doc.setSource(i, op.source);
         doc.setMeta(i, stamp);
         touched.push(op.cell_id);
@@ -217,6 +224,7 @@ export function undoEdit(doc, inverse) {
     if (op.op === "replace") {
       doc.setSource(i, op.source);
       doc.setMeta(i, op.meta);
+      if (op.outputs !== undefined) doc.setOutputs(i, op.outputs, op.execution_count);
       undone.push({ cell_id: op.cell_id, index: i });
     } else if (op.op === "delete") {
       doc.remove(i);

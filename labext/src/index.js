@@ -27,9 +27,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * The adapter edits.js changes a document through, over a notebook's shared model. It reads the
  * cells from the Yjs array, not from `sharedModel.cells`, which is updated only when a transaction
- * ends: an edit's ops run in one transaction and each must see what the previous one did.
+ * ends: an edit's ops run in one transaction and each must see what the previous one did. Outputs
+ * an undo puts back are set on the cells' models after it (`later`), as a run's outputs are.
  */
-function sharedDocument(sharedModel) {
+function sharedDocument(sharedModel, later) {
   const ycells = sharedModel.ydoc.getArray("cells");
   const ymeta = (i) => ycells.get(i).get("metadata");
   return {
@@ -41,6 +42,7 @@ function sharedDocument(sharedModel) {
       text.insert(0, value);
     },
     cellJSON: (i) => ycells.get(i).toJSON(),
+    setOutputs: (i, outputs, count) => later.push({ id: ycells.get(i).get("id"), outputs, count }),
     insert: (i, cell) => sharedModel.insertCell(i, cell).id,
     remove: (i) => sharedModel.deleteCell(i),
     move: (from, to) => {
@@ -73,14 +75,22 @@ function sharedDocument(sharedModel) {
  * before and after, so Ctrl-Z undoes the agent's change whole and never merges it with the user's
  * typing.
  */
-function inOneStep(sharedModel, change) {
+function inOneStep(sharedModel, change, cells) {
   const undo = sharedModel.undoManager;
   if (undo) undo.stopCapturing();
   let result;
+  const later = [];
   sharedModel.transact(() => {
-    result = change(sharedDocument(sharedModel));
+    result = change(sharedDocument(sharedModel, later));
   });
   if (undo) undo.stopCapturing();
+  for (const { id, outputs, count } of later) {
+    try {
+      applyCellOutputs(findCell(cells, id), { cell_id: id, reset: true, outputs, running: false, execution_count: count });
+    } catch (err) {
+      console.warn("ipyagent: could not put a cell's outputs back:", (err && err.message) || err);
+    }
+  }
   return result;
 }
 
@@ -338,6 +348,12 @@ class Link {
     return view.context.model.sharedModel;
   }
 
+  /** The open document's cell models (outputs and execution counts are set on them). */
+  cellModels() {
+    const view = this.current;
+    return view && view.content.model ? view.content.model.cells : [];
+  }
+
   /** Apply an edit once per edit_id: a repeat (the kernel timed out waiting) gets the first answer. */
   edit({ edit_id: editId, ops, provenance }) {
     if (typeof editId !== "string" || !editId) throw new Error("an edit needs an edit_id");
@@ -345,7 +361,7 @@ class Link {
     if (known) return known.answer;
     const sharedModel = this.sharedModel();
     const newId = () => globalThis.crypto.randomUUID();
-    const entry = inOneStep(sharedModel, (doc) => applyEdit(doc, { ops, provenance }, newId));
+    const entry = inOneStep(sharedModel, (doc) => applyEdit(doc, { ops, provenance }, newId), this.cellModels());
     // A refused edit is not remembered: the agent re-reads and sends a new one.
     if (entry.answer.applied) {
       const run = runOf(provenance);
@@ -372,7 +388,7 @@ class Link {
           "or in another page)",
       );
     }
-    const answer = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, entry.undo));
+    const answer = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, entry.undo), this.cellModels());
     this.edits.remember(key, { answer });
     for (const cell of answer.undone) this.reviews.delete(cell.cell_id);
     this.scheduleReviews();
@@ -456,7 +472,7 @@ class Link {
   undoRun(requested) {
     const run = requested || this.runs.latest(this.lookup);
     if (!run) throw new Error("no run's changes are left to undo in this page (none made since it was loaded, or all kept or undone)");
-    const answer = inOneStep(this.sharedModel(), (doc) => this.runs.undo(doc, run, this.lookup));
+    const answer = inOneStep(this.sharedModel(), (doc) => this.runs.undo(doc, run, this.lookup), this.cellModels());
     for (const cell of answer.undone) this.reviews.delete(cell.cell_id);
     for (const cell of answer.kept) {
       const review = this.reviews.get(cell.cell_id);
@@ -493,7 +509,7 @@ class Link {
       return;
     }
     const ops = inverseFor(entry.undo, cellId);
-    const { kept } = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, ops));
+    const { kept } = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, ops), this.cellModels());
     entry.undo = entry.undo.filter((op) => !ops.includes(op));
     if (kept.length > 0) {
       this.reviews.set(cellId, { ...review, note: `Not undone: ${kept[0].why}, so your work there is kept.` });

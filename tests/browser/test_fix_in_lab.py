@@ -95,13 +95,14 @@ def test_the_fix_button_proposes_a_diff_and_keep_runs_the_fixed_cell(page: Any, 
     assert "print(totl)" in prompt and "Traceback" in prompt
 
 
-def test_agent_fix_in_a_cell_proposes_the_fix_on_the_failed_cell(page: Any, lab: Lab) -> None:
-    name = write_cells(
-        lab, "fix-magic.ipynb", [("c-setup", SETUP), ("c-fail", FAILING), ("c-fix", "%agent fix")]
-    )
+def test_agent_fix_in_a_cell_proposes_the_fix_and_undo_puts_the_failed_cell_back(page: Any, lab: Lab) -> None:
+    cells = [("c-setup", SETUP), ("c-fail", FAILING), ("c-fix", "%agent fix"), ("c-undo", "%agent undo")]
+    name = write_cells(lab, "fix-magic.ipynb", cells)
     open_notebook(page, lab, name)
     run_by_id(page, "c-setup")
     run_by_id(page, "c-fail")
+    failed = output_of(page, "c-fail")
+    failed_count = execution_count(page, "c-fail")
     run_by_id(page, "c-fix")
     said = output_of(page, "c-fix")
     assert "The fix is shown on cell [1] c-fail as a diff: Keep runs the cell with the fix" in said, said
@@ -110,4 +111,11 @@ def test_agent_fix_in_a_cell_proposes_the_fix_on_the_failed_cell(page: Any, lab:
     assert review.locator(".jp-ipyagent-review-added").all_inner_texts() == ["+ print(total)"]
     keep_and_run(page, review)
     assert output_of(page, "c-fail") == "2\n"
-    assert sources(page) == [("c-setup", SETUP), ("c-fail", FIXED), ("c-fix", "%agent fix")]
+    assert sources(page) == [("c-setup", SETUP), ("c-fail", FIXED), *cells[2:]]
+
+    # The fix's run is a checkpoint like any: undone, the cell is as it was before it, output too.
+    run_by_id(page, "c-undo")
+    assert "put back 1 cell" in output_of(page, "c-undo")
+    assert sources(page) == cells
+    assert output_of(page, "c-fail") == failed and "NameError" in failed
+    assert execution_count(page, "c-fail") == failed_count
