@@ -16,6 +16,7 @@ import { applyCellOutputs, findCell } from "./cell_outputs.js";
 import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
 import { FixOutput, fixRequest, hasError } from "./fix.js";
 import { FIX_CLASS, REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, fixElement, reviewElement, runBarElement } from "./review.js";
+import { restore, snapshotText, storageKey } from "./persist.js";
 import { RunLog, runOf, undoRunMessage } from "./runs.js";
 import { documentSnapshot } from "./snapshot.js";
 
@@ -115,6 +116,8 @@ class Link {
     /** Cells whose Fix is running (`%agent fix` in the kernel). */
     this.fixing = new Set();
     this.renderScheduled = false;
+    this.saveScheduled = false;
+    this.loaded = false;
     this.onAnnounce = () => void this.connect();
     sessionContext.kernelChanged.connect(this.onKernelChanged, this);
     sessionContext.statusChanged.connect(this.onStatus, this);
@@ -137,6 +140,7 @@ class Link {
   addView(view) {
     this.views.add(view);
     this.current = this.current || view;
+    this.load();
     view.node.dataset.ipyagentLive = this._state;
     // Cells are re-created when moved, and shown again when scrolled to: the review follows.
     view.content.modelContentChanged.connect(this.scheduleReviews, this);
@@ -372,6 +376,7 @@ class Link {
         this.reviews.set(cellId, { editId, run, before, after, note: "", fix, explanation: "" });
       }
       this.scheduleReviews();
+      this.scheduleSave();
     }
     return entry.answer;
   }
@@ -392,6 +397,7 @@ class Link {
     this.edits.remember(key, { answer });
     for (const cell of answer.undone) this.reviews.delete(cell.cell_id);
     this.scheduleReviews();
+    this.scheduleSave();
     return answer;
   }
 
@@ -401,6 +407,7 @@ class Link {
     if (review) this.runs.keep(review.run, [cellId]);
     this.reviews.delete(cellId);
     this.scheduleReviews();
+    this.scheduleSave();
     if (review && review.fix && !review.note) this.runCell(cellId);
   }
 
@@ -414,6 +421,7 @@ class Link {
       if (review.fix && !review.note) fixed.push(cellId);
     }
     this.scheduleReviews();
+    this.scheduleSave();
     for (const cellId of fixed) this.runCell(cellId);
   }
 
@@ -483,6 +491,7 @@ class Link {
       }
     }
     this.scheduleReviews();
+    this.scheduleSave();
     return { run, ...answer };
   }
 
@@ -517,6 +526,44 @@ class Link {
       this.reviews.delete(cellId);
     }
     this.scheduleReviews();
+    this.scheduleSave();
+  }
+
+  /** The browser's storage of this document's checkpoints (see persist.js), or null. */
+  storage() {
+    try {
+      return this.session.path ? globalThis.localStorage || null : null;
+    } catch (err) {
+      return null; // storage switched off for this site
+    }
+  }
+
+  /** Once, when the first view opens: the runs this browser remembers of the document. */
+  load() {
+    if (this.loaded) return;
+    this.loaded = true;
+    const storage = this.storage();
+    const text = storage && storage.getItem(storageKey(this.session.path));
+    if (text && restore(text, { edits: this.edits, runs: this.runs, reviews: this.reviews })) this.scheduleReviews();
+  }
+
+  scheduleSave() {
+    if (this.saveScheduled) return;
+    this.saveScheduled = true;
+    setTimeout(() => {
+      this.saveScheduled = false;
+      const storage = this.storage();
+      if (!storage) return;
+      const key = storageKey(this.session.path);
+      try {
+        const text = snapshotText({ edits: this.edits, runs: this.runs, reviews: this.reviews });
+        if (text === null) storage.removeItem(key);
+        else storage.setItem(key, text);
+      } catch (err) {
+        // Full: the page still remembers them until it is reloaded.
+        console.warn("ipyagent: could not keep this notebook's checkpoints for a reload:", (err && err.message) || err);
+      }
+    }, 0);
   }
 
   scheduleReviews() {

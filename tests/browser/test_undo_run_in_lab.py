@@ -156,3 +156,26 @@ def test_a_run_that_only_moved_and_deleted_cells_shows_its_bar_and_undoes(page: 
     bar(page).wait_for(state="detached", timeout=10_000)
     assert sources(page) == before
     assert output_of(page, "c-print") == "2\n", "the deleted cell comes back with its output"
+
+
+def test_undo_run_still_works_after_the_page_is_reloaded(page: Any, lab: Lab) -> None:
+    name = "undo-reload.ipynb"
+    write_cells(lab, name, BEFORE)
+    open_notebook(page, lab, name)
+    for cell_id in ("c-setup", "c-total", "c-print"):
+        run_by_id(page, cell_id)
+    run_by_id(page, "c-agent")
+    bar(page).wait_for(timeout=10_000)
+    after_run = sources(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=10_000)
+
+    open_notebook(page, lab, name)  # a new page: the checkpoint comes from this browser's storage
+    assert sources(page) == after_run
+    bar(page).wait_for(timeout=10_000)
+    assert "changed 4 cells" in bar(page).locator(".jp-ipyagent-run-title").inner_text()
+    assert page.locator(".jp-ipyagent-review").count() == 2, "the edited and the inserted cell's reviews"
+    bar(page).get_by_role("button", name="Undo run").click()
+    bar(page).wait_for(state="detached", timeout=10_000)
+    assert sources(page) == BEFORE
+    assert output_of(page, "c-print") == "2\n", "the deleted cell comes back with its output"
