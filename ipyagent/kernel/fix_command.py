@@ -91,6 +91,8 @@ def find_failed_cell(state: KernelState, cell_id: str | None) -> FailedCell:
 
 
 def _from_document(state: KernelState, doc: LiveDocument, cell_id: str | None) -> FailedCell:
+    from .history import runs_an_agent
+
     history = state.history
     last = history.last_failure
     wanted = cell_id or (last.cell_id if last is not None else None) or doc.last_failed_cell_id
@@ -106,6 +108,12 @@ def _from_document(state: KernelState, doc: LiveDocument, cell_id: str | None) -
             else f"The cell that failed last ({wanted}) is no longer in the notebook"
         )
         raise _no_error(f"{what}; nothing to fix.", "Run the failing cell again, then %agent fix.")
+    if runs_an_agent(cell.source):
+        raise _no_error(
+            f"Cell [{doc.index(wanted)}] {wanted} runs an agent: %agent fix fixes the code of a cell "
+            "that failed, not an agent's run.",
+            "Read the run's error and hint in that cell; %agent fix CELL_ID fixes another cell.",
+        )
     error = cell.error
     if error is None:
         raise _no_error(

@@ -7,7 +7,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Failure", "History"]
+__all__ = ["Failure", "History", "runs_an_agent"]
 
 #: Characters of a traceback kept (its end: the frames nearest the error).
 TRACEBACK_CHARS = 4_000
@@ -47,7 +47,7 @@ class History:
             self.errors[count] = f"{type(error).__name__}: {error}"
         info = getattr(result, "info", None)
         source = str(getattr(info, "raw_cell", "") or "")
-        if error is None or count is None or _runs_an_agent(source):
+        if error is None or count is None or runs_an_agent(source):
             return
         cell_id = getattr(info, "cell_id", None)
         failure = Failure(
@@ -63,7 +63,8 @@ class History:
             self.failures[failure.cell_id] = failure
 
 
-def _runs_an_agent(source: str) -> bool:
+def runs_an_agent(source: str) -> bool:
+    """Whether a cell's source runs an agent (``%%agent``, ``%agent``)."""
     return any(line.lstrip().startswith(("%%agent", "%agent")) for line in source.splitlines())
 
 

@@ -17,6 +17,13 @@ export function hasError(outputs) {
   return Array.isArray(outputs) && outputs.some((output) => output && output.output_type === "error");
 }
 
+/** Whether a code cell offers Fix: it failed, and it is not an agent's cell (a failed run's
+ * error says what to do; there is no code to fix). */
+export function offersFix(source, outputs) {
+  const runsAgent = String(source).split("\n").some((line) => /^\s*%%?agent\b/.test(line));
+  return !runsAgent && hasError(outputs);
+}
+
 /** The execute request's content that fixes cell `cellId`. */
 export function fixRequest(cellId) {
   if (typeof cellId !== "string" || !CELL_ID.test(cellId)) throw new Error(`not a cell id: ${JSON.stringify(cellId)}`);

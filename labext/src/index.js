@@ -14,7 +14,7 @@ import pkg from "../package.json";
 import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
 import { applyCellOutputs, findCell } from "./cell_outputs.js";
 import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
-import { FixOutput, fixRequest, hasError } from "./fix.js";
+import { FixOutput, fixRequest, offersFix } from "./fix.js";
 import { FIX_CLASS, REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, fixElement, reviewElement, runBarElement } from "./review.js";
 import { restore, snapshotText, storageKey } from "./persist.js";
 import { RunLog, runOf, undoRunMessage } from "./runs.js";
@@ -668,7 +668,7 @@ class Link {
       this.state === "connected" &&
       model.type === "code" &&
       !(review && review.fix) &&
-      (busy || hasError(model.outputs.toJSON()));
+      (busy || offersFix(model.sharedModel.getSource(), model.outputs.toJSON()));
     const key = wanted ? (busy ? "busy" : "idle") : "";
     const shown = widget.node.querySelector(`:scope > .${FIX_CLASS}`);
     if (shown && shown.dataset.key !== key) shown.remove();

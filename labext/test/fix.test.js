@@ -1,12 +1,21 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { FixOutput, fixRequest, hasError } from "../src/fix.js";
+import { FixOutput, fixRequest, hasError, offersFix } from "../src/fix.js";
 
 test("a cell shows the Fix button when one of its outputs is an error", () => {
   assert.equal(hasError([{ output_type: "stream", name: "stdout", text: "1" }]), false);
   assert.equal(hasError([{ output_type: "stream" }, { output_type: "error", ename: "NameError" }]), true);
   assert.equal(hasError([]), false);
   assert.equal(hasError(undefined), false);
+});
+
+test("an agent's failed cell does not offer Fix: there is no code of the user's to fix", () => {
+  const error = [{ output_type: "error", ename: "AgentRunFailed" }];
+  assert.equal(offersFix("print(totl)", error), true);
+  assert.equal(offersFix("%%agent -m m\nTidy up.", error), false);
+  assert.equal(offersFix("x = 1\n%agent fix", error), false);
+  assert.equal(offersFix("agent = 1\nprint(agnt)", error), true);
+  assert.equal(offersFix("print(1)", []), false);
 });
 
 test("the button's request runs %agent fix for the cell, out of the notebook's history", () => {

@@ -6,8 +6,10 @@ the fix lands on the cell with Keep and Undo, is tested in tests/browser/test_fi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from conftest import Kernel, text_of
+from test_live_notebook import SNAPSHOT, Page
 
 SETUP = """
 %load_ext ipyagent
@@ -39,7 +41,7 @@ def test_fix_sends_the_error_and_the_cell_and_proposes_the_edit_on_that_cell(ker
     assert reply["status"] == "ok", reply
     shown = text_of(outputs)
     assert "The name totl is a typo of total." in shown
-    assert "Proposed fix for the cell test-cell" in shown or "Proposed fix for cell test-cell" in shown, shown
+    assert "Proposed fix for cell test-cell:" in shown, shown
     assert "-print(totl)\n+print(total)" in shown, shown
     assert "No front end shows this run: the notebook file is not changed" in shown
     assert not [p for p in reply.get("payload", []) if p.get("source") == "set_next_input"]
@@ -93,3 +95,51 @@ def test_with_no_error_it_says_there_is_nothing_to_fix(kernel: Kernel) -> None:
     assert "Cell some-cell has not raised an error in this kernel" in text_of(outputs)
     _, outputs = kernel.run("print(len(m.requests))")
     assert text_of(outputs).strip() == "0", "the model is not asked when there is nothing to fix"
+
+
+def test_with_a_page_the_fix_is_an_edit_of_the_open_document_marked_as_a_fix(jupyter_env: Path) -> None:
+    # The page shows c2 failed (in an earlier kernel: this one has no record of it), with a
+    # source the user typed and did not save.
+    live_source = SNAPSHOT["cells"][1]["source"]
+    kernel = Kernel(jupyter_env)
+    try:
+        page = Page(kernel)
+        fix = {"cell_id": "c2", "old_source": live_source, "new_source": "total = 2"}
+        page.run(
+            SETUP
+            + f"m = ScriptedModel([[text('x was never defined.'), tool_call('edit_cell', {fix!r})], 'Done.'])"
+        )
+        page.open()
+        page.settle()
+        page.answers["edit"] = {"applied": True, "cells": [{"cell_id": "c2", "index": 1}]}
+        reply, outputs = page.run("%agent fix -m m", cell_id="c3")
+        assert reply["status"] == "ok", text_of(outputs)
+        assert "The fix is shown on cell [1] c2 as a diff: Keep runs the cell with the fix" in text_of(
+            outputs
+        )
+        [edit] = [r for r in page.requests if r["method"] == "edit"]
+        params = edit["params"]
+        assert params["ops"] == [
+            {"op": "replace", "cell_id": "c2", "expect": live_source, "source": "total = 2"}
+        ]
+        assert params["provenance"]["fix"] is True and params["provenance"]["run"].startswith("run_")
+        _, outputs = page.run("print(m.requests[0].messages[-1].text)")
+        prompt = text_of(outputs)
+        assert "Cell id: c2" in prompt and "It raised NameError: x" in prompt
+        assert f"```python\n{live_source}\n```" in prompt, "the open document's source, not the file's"
+
+        # A cell that shows no error has nothing to fix; the model is not asked.
+        reply, outputs = page.run("%agent fix c1 -m m", cell_id="c3")
+        assert reply["status"] == "error"
+        assert "Cell [0] c1 shows no error" in text_of(outputs)
+        reply, outputs = page.run("%agent fix nope -m m", cell_id="c3")
+        assert "No cell nope in the open notebook" in text_of(outputs)
+        # An agent's failed cell is not code to fix.
+        agent_cell = {**SNAPSHOT["cells"][1], "source": "%%agent -m m\nTidy up."}
+        page.answer = {**SNAPSHOT, "cells": [SNAPSHOT["cells"][0], agent_cell, SNAPSHOT["cells"][2]]}
+        reply, outputs = page.run("%agent fix -m m", cell_id="c3")
+        assert "Cell [1] c2 runs an agent" in text_of(outputs), text_of(outputs)
+        _, outputs = page.run("print(len(m.requests))")
+        assert text_of(outputs).strip() == "2", "the model was asked for the one fix only"
+    finally:
+        kernel.close()

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...agentlib.atomic import atomic_write
 from ...agentlib.tools import RunContext, Tool, ToolOutput, tool
+from ..history import runs_an_agent
 from ..live_protocol import DeleteOp, InsertOp, MoveOp, Provenance, ReplaceOp
 from ..runner import MainThread
 from ._live_cells import changed_by
@@ -493,7 +494,7 @@ def notebook_tools(
                     "are shown here, not in the cell: no page shows the notebook live)",
                 )
             )
-        if _runs_an_agent(source):
+        if runs_an_agent(source):
             raise WorkspaceError(
                 f"Cell {cell_id} runs an agent (%%agent or %agent): an agent run cannot start "
                 "another from inside it. Ask the user to run that cell."
@@ -578,7 +579,3 @@ def notebook_tools(
         if code_in_cells:
             tools.append(tool(run_new_cell))
     return tools
-
-
-def _runs_an_agent(source: str) -> bool:
-    return any(line.lstrip().startswith(("%%agent", "%agent")) for line in source.splitlines())
