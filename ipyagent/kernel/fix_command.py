@@ -206,7 +206,8 @@ def fix_report(failed: FailedCell, proposals: list[FixProposal], *, headless: bo
     if headless:
         return (
             f"Proposed fix for {failed.name}:\n{diff}\n(No front end shows this run: the notebook "
-            "file is not changed, and nothing is proposed below.)",
+            "file is not changed, and nothing is proposed below. Keeping a fix on its cell and "
+            "running it needs JupyterLab or Notebook 7 with ipyagent's extension.)",
             None,
         )
     where = (

@@ -44,6 +44,7 @@ def test_fix_sends_the_error_and_the_cell_and_proposes_the_edit_on_that_cell(ker
     assert "Proposed fix for cell test-cell:" in shown, shown
     assert "-print(totl)\n+print(total)" in shown, shown
     assert "No front end shows this run: the notebook file is not changed" in shown
+    assert "running it needs JupyterLab or Notebook 7 with ipyagent's extension" in shown
     assert not [p for p in reply.get("payload", []) if p.get("source") == "set_next_input"]
 
     _, outputs = kernel.run(
