@@ -4,7 +4,8 @@ Which error: the cell named (``%agent fix CELL_ID``, what the page's Fix button 
 last cell that raised in this kernel (:class:`~.history.History`, which records each failure's
 cell id, source, error and traceback), else, where a page shows the notebook live, the cell the
 page shows failed last (an error output and the highest execution count: a kernel restarted
-since still sees it). Where a page shows the notebook, the cell's source is read from the open
+since still sees it), else the last error IPython showed (``sys.last_value``: a cell that failed
+before ``%load_ext ipyagent``). Where a page shows the notebook, the cell's source is read from the open
 document (the user may have changed it since it failed) and its error from its output.
 
 The run is the notebook's agent, in the current conversation, with a prompt carrying the error
@@ -138,8 +139,10 @@ def _from_document(state: KernelState, doc: LiveDocument, cell_id: str | None) -
 
 
 def _from_history(state: KernelState, cell_id: str | None) -> FailedCell:
+    from .history import last_exception
+
     history = state.history
-    failure = history.failures.get(cell_id) if cell_id else history.last_failure
+    failure = history.failures.get(cell_id) if cell_id else history.last_failure or last_exception()
     if failure is None:
         if cell_id:
             raise _no_error(

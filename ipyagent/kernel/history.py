@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import linecache
 import os
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Failure", "History", "runs_an_agent"]
+__all__ = ["Failure", "History", "last_exception", "runs_an_agent"]
 
 #: Characters of a traceback kept (its end: the frames nearest the error).
 TRACEBACK_CHARS = 4_000
@@ -61,6 +63,29 @@ class History:
         self.last_failure = failure
         if failure.cell_id is not None:
             self.failures[failure.cell_id] = failure
+
+
+def last_exception() -> Failure | None:
+    """The last error IPython showed (``sys.last_value``), as a failure, when it came from a
+    cell's code: a cell that failed before ``%load_ext ipyagent``, which the hook did not see. Its
+    source is the cell's, as IPython keeps it for tracebacks; its cell id is not known."""
+    error = getattr(sys, "last_value", None)
+    if not isinstance(error, BaseException) or type(error).__module__.startswith("ipyagent."):
+        return None  # none, or ipyagent's own (a failed %agent fix): not the user's code failing
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _IPYTHON_CORE not in f.filename]
+    if not frames:
+        return None
+    source = "".join(linecache.getlines(frames[0].filename))
+    if not source or runs_an_agent(source):
+        return None
+    return Failure(
+        execution_count=0,
+        cell_id=None,
+        source=source.rstrip("\n"),
+        ename=type(error).__name__,
+        evalue=str(error),
+        traceback=_traceback_text(error),
+    )
 
 
 def runs_an_agent(source: str) -> bool:

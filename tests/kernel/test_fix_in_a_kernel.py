@@ -81,6 +81,18 @@ def test_in_a_page_without_the_extension_the_fixed_cell_is_proposed_below(kernel
     assert [p["text"] for p in proposed] == [FIXED]
 
 
+def test_a_cell_that_failed_before_the_extension_was_loaded_is_found_too(kernel: Kernel) -> None:
+    reply, _ = kernel.run(FAILING)
+    assert reply["status"] == "error"
+    kernel.run(SETUP + script("failed-cell"))
+    reply, outputs = kernel.run("%agent fix -m m")
+    assert reply["status"] == "ok", text_of(outputs)
+    assert "-print(totl)\n+print(total)" in text_of(outputs)
+    _, outputs = kernel.run("print(m.requests[0].messages[-1].text)")
+    prompt = text_of(outputs)
+    assert "NameError: name 'totl' is not defined" in prompt and f"```python\n{FAILING}\n```" in prompt
+
+
 def test_with_no_error_it_says_there_is_nothing_to_fix(kernel: Kernel) -> None:
     kernel.run(SETUP + "m = ScriptedModel(['never asked'])")
     kernel.run("x = 1")
