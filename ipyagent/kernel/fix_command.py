@@ -8,7 +8,8 @@ since still sees it), else the last error IPython showed (``sys.last_value``: a 
 before ``%load_ext ipyagent``). Where a page shows the notebook, the cell's source is read from the open
 document (the user may have changed it since it failed) and its error from its output.
 
-The run is the notebook's agent, in the current conversation, with a prompt carrying the error
+The run is a conversation of its own (not saved, no MCP servers, the kernel's hooks and
+policies applied), with the kernel's model and a prompt carrying the error
 (name, message, traceback) and the cell's id and source, and only the tools a fix needs
 (:mod:`.tools.fix`: read tools and an ``edit_cell`` of that cell). Its edit is itself a proposal
 (a reviewed change in the page, or a diff shown here), so the run does not ask before making it.

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..agentlib.messages import TextBlock
     from ..agentlib.model import Provider
     from ..agentlib.result import RunResult
+    from .fix_command import FailedCell
     from .runner import Renderer
 
 
@@ -616,9 +617,7 @@ class AgentMagics(Magics):
     def _cmd_fix(self, rest: list[str]) -> None:
         """Explain the last error and propose its fix as an edit of the failing cell
         (``%agent fix [CELL_ID] [options]``; see :mod:`.fix_command`)."""
-        from .fix_command import explanation, find_failed_cell, fix_prompt, fix_report
-        from .notebook_path import runs_headless
-        from .tools.fix import FixProposal, fix_tools
+        from .fix_command import find_failed_cell
 
         args = parse_argstring(self.agent, " ".join(rest))
         if len(args.command) > 1:
@@ -627,7 +626,34 @@ class AgentMagics(Magics):
                 "Run %agent fix for the last error, or %agent fix CELL_ID.",
             )
         failed = find_failed_cell(self.state, args.command[0] if args.command else None)
-        agent = self._agent(args.session, new=args.new)
+        agent = self._fix_agent()
+        try:
+            self._fix(agent, failed, args, rest)
+        finally:
+            agent.close()
+
+    def _fix_agent(self) -> Agent:
+        """A conversation of its own for a fix: not saved, and with no MCP servers, so that its
+        tools are the fix's and nothing else (the edit it makes is not asked about); the kernel's
+        hooks and policies apply as to every conversation."""
+        from ..agentlib.agent import Agent
+        from ..agentlib.hooks import Hooks
+
+        notebook = self.state.notebook
+        return Agent(
+            model=self._resolve_model(None, default=False),
+            session=None,
+            notebook=str(notebook) if notebook else None,
+            workspace=self.state.workspace,
+            hooks=Hooks(include=[kernel_hooks()]),
+            mcp=False,
+        )
+
+    def _fix(self, agent: Agent, failed: FailedCell, args: Any, rest: list[str]) -> None:
+        from .fix_command import explanation, fix_prompt, fix_report
+        from .notebook_path import runs_headless
+        from .tools.fix import FixProposal, fix_tools
+
         own_cell = running_cell_id(self.shell)
         self._configure(agent, args, cell_id=own_cell)
         proposals: list[FixProposal] = []
@@ -652,6 +678,8 @@ class AgentMagics(Magics):
             agent, fix_prompt(failed), args, cell_id=own_cell, raw_cell=raw, context="outline,variables"
         )
         self._conclude(result, interrupted)
+        if result is None or result.status == "cancelled":
+            return
         headless = runs_headless() or no_front_end(self.shell) is not None
         report, proposal = fix_report(failed, proposals, headless=headless)
         if args.quiet and result is not None:
