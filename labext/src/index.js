@@ -6,6 +6,8 @@
 // the comm when it finds the kernel's announce comm (a kernel that loaded ipyagent before the
 // page connected) or when the kernel opens one (a `%load_ext` run later, a restarted kernel).
 // Kernels that never load ipyagent are never sent anything but a comm_info request.
+// On the cells it shows the review of the kernel's edits (review.js), each run's bar (runs.js),
+// kept across a reload (persist.js), and the Fix button on a failed cell (fix.js).
 // The protocol: docs/live-notebook-protocol.md.
 
 import { Notification } from "@jupyterlab/apputils";
