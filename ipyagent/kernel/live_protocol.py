@@ -57,7 +57,8 @@ __all__ = [
 #: its outputs, running state and execution count; a page of protocol 4 would drop them.
 #: 6: an edit's :class:`Provenance` may say ``fix`` (``%agent fix``): the page's Keep on it runs
 #: the cell, and its Fix button on a failed cell runs ``%agent fix``; a page of protocol 5 would
-#: show the fix as a plain edit, whose Keep does not run it.
+#: show the fix as a plain edit, whose Keep does not run it. ``cell_outputs`` names its run, whose
+#: undo puts back the outputs the cell had before.
 PROTOCOL: Final = 6
 #: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
 TARGET: Final = "ipyagent.notebook"
@@ -144,6 +145,8 @@ class CellOutputsParams(TypedDict):
     running: bool
     #: Its execution count, on the last notice.
     execution_count: int | None
+    #: The run that runs it: the page keeps the outputs the cell had before, for an undo of the run.
+    run: NotRequired[str]
 
 
 KernelMessage = Announce | Welcome | Mismatch | Request | Notice

@@ -229,6 +229,10 @@ export function undoEdit(doc, inverse) {
     } else if (op.op === "delete") {
       doc.remove(i);
       undone.push({ cell_id: op.cell_id, index: null });
+    } else if (op.op === "outputs") {
+      // A cell the run ran (outputsBefore): what it showed before, if its source is as it ran.
+      doc.setOutputs(i, op.outputs, op.execution_count);
+      undone.push({ cell_id: op.cell_id, index: i });
     } else {
       const rest = ids.filter((id) => id !== op.cell_id);
       const to = anchorIndex(rest, op.after_id);
@@ -313,6 +317,21 @@ export function reviewsOf(ops, answer) {
     else if (op.op === "insert") reviews.push({ cellId: cell.cell_id, before: null, after: op.source });
   });
   return reviews;
+}
+
+/**
+ * The inverse op that puts back what a code cell showed before a run ran it (`run_cell`): its
+ * outputs and execution count, guarded by its source then (a cell the user changed since keeps
+ * the outputs of what it holds). `cell` is the cell's nbformat JSON.
+ */
+export function outputsBefore(cell) {
+  return {
+    op: "outputs",
+    cell_id: cell.id,
+    expect: String(cell.source ?? ""),
+    outputs: Array.isArray(cell.outputs) ? cell.outputs : [],
+    execution_count: cell.execution_count ?? null,
+  };
 }
 
 /** The inverse ops of one cell of an edit (a cell kept, another undone: only that one's). */

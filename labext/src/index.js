@@ -15,7 +15,7 @@ import { INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
 import pkg from "../package.json";
 import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
 import { applyCellOutputs, findCell } from "./cell_outputs.js";
-import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
+import { EditLog, applyEdit, inverseFor, outputsBefore, reviewsOf, undoEdit } from "./edits.js";
 import { FixOutput, fixRequest, offersFix } from "./fix.js";
 import { FIX_CLASS, REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, fixElement, reviewElement, runBarElement } from "./review.js";
 import { restore, snapshotText, storageKey } from "./persist.js";
@@ -313,7 +313,9 @@ class Link {
       const view = this.current;
       if (!view || !view.content.model) throw new Error("the notebook is no longer open in this page");
       const p = params || {};
-      applyCellOutputs(findCell(view.content.model.cells, p.cell_id), p);
+      const cell = findCell(view.content.model.cells, p.cell_id);
+      if (p.reset && typeof p.run === "string" && p.run && cell) this.ranInRun(p.run, cell);
+      applyCellOutputs(cell, p);
     } catch (err) {
       console.warn("ipyagent: could not show a cell's outputs:", (err && err.message) || err);
     }
@@ -345,6 +347,18 @@ class Link {
           `this page's ipyagent extension (${pkg.version}) does not know the request ${JSON.stringify(method)}`,
         );
     }
+  }
+
+  /** A run starts running `cell`: what the cell shows now is part of the run's checkpoint (once
+   * per run and cell: the first run of it is what an undo goes back to). */
+  ranInRun(run, cell) {
+    const key = `outputs:${run}:${cell.id}`;
+    if (this.edits.get(key)) return;
+    const before = { id: cell.id, source: cell.sharedModel.getSource(), outputs: cell.outputs.toJSON(), execution_count: cell.executionCount };
+    this.edits.remember(key, { answer: null, undo: [outputsBefore(before)] });
+    this.runs.add(run, key);
+    this.scheduleReviews();
+    this.scheduleSave();
   }
 
   /** The document's shared model, for the kernel's edits. */

@@ -1,6 +1,7 @@
 // Runs as checkpoints: the page groups the kernel's edits by the run that made them (the
-// provenance's run id), so that "Undo run" puts back everything a run did to the cells — sources,
-// order, deleted cells with their outputs, inserted cells removed — and "Keep all" accepts it.
+// provenance's run id), and the cells it ran (a `cell_outputs` notice names its run), so that
+// "Undo run" puts back everything a run did to the cells — sources, order, outputs, deleted cells
+// with theirs, inserted cells removed — and "Keep all" accepts it.
 // Pure (no JupyterLab import), tested by node; index.js holds one RunLog per document.
 //
 // Undo of a run is the undo of its edits, newest first, each guarded like undo_edit (edits.js): a
@@ -92,11 +93,15 @@ export class RunLog {
     return [...cells];
   }
 
-  /** Whether the run is still to review: one of the cells it would put back is not kept. Its bar
-   * shows then; after Keep on every cell (or Keep all) it goes, and the run stays undoable. */
+  /** Whether the run is still to review: one of the cells it changed (not only ran) is not kept.
+   * Its bar shows then; after Keep on every cell (or Keep all) it goes, and the run stays
+   * undoable. A run that only ran cells shows none: Undo run still puts back their outputs. */
   inReview(run, lookup) {
     const known = this.runs.get(run);
-    return Boolean(known) && this.pendingCells(run, lookup).some((id) => !known.kept.has(id));
+    if (!known) return false;
+    return this.entries(run, lookup).some((entry) =>
+      entry.undo.some((op) => op.op !== "outputs" && !known.kept.has(cellOf(op))),
+    );
   }
 
   /** The runs still to review, oldest first. */

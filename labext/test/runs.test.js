@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { applyEdit } from "../src/edits.js";
+import { applyEdit, outputsBefore } from "../src/edits.js";
 import { arrayDoc, state } from "./fake_notebook.js";
 import { RunLog, runOf, undoRunMessage } from "../src/runs.js";
 
@@ -132,4 +132,34 @@ test("a cell already back (JupyterLab's own Undo) counts as put back, not as the
   const answer = runs.undo(doc, "r-1", lookup);
   assert.deepEqual(state(doc), ["a:a0", "b:b0", "c:c0", "d:d0"]);
   assert.deepEqual(answer.kept, []);
+});
+
+test("a cell the run ran gets back its outputs from before the run; a run that only ran cells shows no bar", () => {
+  const doc = arrayDoc([["a", "n += 1"], ["b", "b0"]], { outputs: true });
+  doc.list[0].execution_count = 1;
+  const log = new Map();
+  const runs = new RunLog();
+  // What index.js keeps when the first cell_outputs notice of run r-x for cell a arrives.
+  log.set("outputs:r-x:a", { answer: null, undo: [outputsBefore(doc.cellJSON(0))] });
+  runs.add("r-x", "outputs:r-x:a");
+  doc.setOutputs(0, [{ output_type: "stream", name: "stdout", text: "2\n" }], 2);
+  const lookup = (id) => log.get(id);
+  assert.equal(runs.inReview("r-x", lookup), false, "nothing to review: no bar");
+  assert.equal(runs.latest(lookup), "r-x", "but %agent undo finds it");
+  const answer = runs.undo(doc, "r-x", lookup);
+  assert.deepEqual(answer.undone, [{ cell_id: "a", index: 0 }]);
+  assert.deepEqual(doc.list[0].outputs, [{ text: "out a" }]);
+  assert.equal(doc.list[0].execution_count, 1);
+});
+
+test("a cell the user changed after the run ran it keeps its outputs", () => {
+  const doc = arrayDoc([["a", "n += 1"]], { outputs: true });
+  const entry = { answer: null, undo: [outputsBefore(doc.cellJSON(0))] };
+  const runs = new RunLog();
+  runs.add("r-x", "e");
+  doc.setOutputs(0, [{ output_type: "stream", name: "stdout", text: "2\n" }], 2);
+  doc.setSource(0, "n += 2");
+  const answer = runs.undo(doc, "r-x", () => entry);
+  assert.deepEqual(answer.kept, [{ cell_id: "a", index: 0, why: "it was changed since", source: "n += 2" }]);
+  assert.equal(doc.list[0].execution_count, 2);
 });
