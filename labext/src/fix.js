@@ -20,8 +20,8 @@ export function hasError(outputs) {
 /** Whether a code cell offers Fix: it failed, and it is not an agent's cell (a failed run's
  * error says what to do; there is no code to fix). */
 export function offersFix(source, outputs) {
-  const runsAgent = String(source).split("\n").some((line) => /^\s*%%?agent\b/.test(line));
-  return !runsAgent && hasError(outputs);
+  if (!hasError(outputs)) return false;
+  return !String(source).split("\n").some((line) => /^\s*%%?agent\b/.test(line));
 }
 
 /** The execute request's content that fixes cell `cellId`. */

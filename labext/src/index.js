@@ -97,6 +97,13 @@ function inOneStep(sharedModel, change, cells) {
   return result;
 }
 
+/** A cell's outputs as `{output_type}` only: read at every render, so no output is serialized. */
+function outputTypes(outputs) {
+  const types = [];
+  for (let i = 0; i < outputs.length; i++) types.push({ output_type: outputs.get(i).type });
+  return types;
+}
+
 /** The channel of one document (all its views share a session) to its kernel. */
 class Link {
   constructor(sessionContext, client) {
@@ -684,7 +691,7 @@ class Link {
       this.state === "connected" &&
       model.type === "code" &&
       !(review && review.fix) &&
-      (busy || offersFix(model.sharedModel.getSource(), model.outputs.toJSON()));
+      (busy || offersFix(model.sharedModel.getSource(), outputTypes(model.outputs)));
     const key = wanted ? (busy ? "busy" : "idle") : "";
     const shown = widget.node.querySelector(`:scope > .${FIX_CLASS}`);
     if (shown && shown.dataset.key !== key) shown.remove();
