@@ -46,6 +46,7 @@ from .events import AgentEvent, Decision
 from .hooks import Hooks, screener
 from .messages import Message
 from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
+from .output import output_spec
 from .project_context import ProjectContext, load_project_context
 from .request_redaction import RequestRedactor, redact_requests_default
 from .result import RunResult
@@ -397,6 +398,8 @@ class Agent:
         *,
         tool_choice: ToolChoice | ToolChoicePolicy | None = None,
         attachments: Sequence[Attachment] = (),
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> RunResult:
         """Run the agent on ``prompt`` until the model answers; return the :class:`RunResult`.
 
@@ -405,6 +408,12 @@ class Agent:
         ``tool_choice`` replaces the agent's for this run (see ``Agent(tool_choice=...)``).
         ``attachments`` go with the prompt: image files as images, text files as their text,
         or blocks (see :mod:`ipyagent.agentlib.attachments`).
+
+        ``output_type`` asks for a typed answer: a pydantic model, a dataclass, a ``TypedDict``,
+        a ``Literal``, a list of them, or a type like ``int``. The model may call tools first;
+        its final answer is validated into the type and returned as ``result.output``. An
+        invalid answer is shown its problems and asked again, up to ``output_retries`` times;
+        then the run fails with an ``invalid_output`` error (:class:`OutputValidationError`).
         """
         self._require_idle("run")
         self._require_writable("run")
@@ -413,9 +422,10 @@ class Agent:
         provider = self.provider
         self._loop = asyncio.get_running_loop()
         self._refresh_project()
+        config = self._run_config(provider, choice, output_type=output_type, output_retries=output_retries)
         agent_run = AgentRun(
             self._conversation,
-            self._run_config(provider, choice),
+            config,
             prompt,
             attachments=attached,
             bus=self._bus,
@@ -443,12 +453,22 @@ class Agent:
         *,
         tool_choice: ToolChoice | ToolChoicePolicy | None = None,
         attachments: Sequence[Attachment] = (),
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> RunResult:
         """:meth:`run` for scripts. In a notebook or any running event loop, use ``await agent.run(...)``."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, tool_choice=tool_choice, attachments=attachments))
+            return asyncio.run(
+                self.run(
+                    prompt,
+                    tool_choice=tool_choice,
+                    attachments=attachments,
+                    output_type=output_type,
+                    output_retries=output_retries,
+                )
+            )
         raise UserError(
             "run_sync() cannot be used while an event loop is running (as in Jupyter).",
             hint="Use `await agent.run(...)` instead, or the %%agent cell magic.",
@@ -461,10 +481,19 @@ class Agent:
         *,
         tool_choice: ToolChoice | ToolChoicePolicy | None = None,
         attachments: Sequence[Attachment] = (),
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> AsyncIterator[AgentEvent]:
         """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run."""
         queue = self._bus.open_stream()
-        task = asyncio.ensure_future(self.run(prompt, tool_choice=tool_choice, attachments=attachments))
+        run = self.run(
+            prompt,
+            tool_choice=tool_choice,
+            attachments=attachments,
+            output_type=output_type,
+            output_retries=output_retries,
+        )
+        task = asyncio.ensure_future(run)
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -518,11 +547,23 @@ class Agent:
     # -- for the run -----------------------------------------------------------------------------
 
     def _run_config(
-        self, provider: Provider, tool_choice: ToolChoice | ToolChoicePolicy | None = None
+        self,
+        provider: Provider,
+        tool_choice: ToolChoice | ToolChoicePolicy | None = None,
+        *,
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> RunConfig:
         """What a run reads of this agent, fixed for the run (the tools and their system prompt
-        included); ``tool_choice`` replaces the agent's."""
+        included); ``tool_choice`` replaces the agent's; ``output_type`` asks for a typed answer."""
+        if output_retries < 0:
+            raise UserError(
+                f"output_retries must be 0 or more, not {output_retries}.",
+                hint="Pass e.g. output_retries=2.",
+                code="invalid_option",
+            )
         tools = self._tools_for_run()
+        output = output_spec(output_type, taken=[t.name for t in tools])
         return RunConfig(
             provider=provider,
             system=self.system_prompt([t.spec for t in tools]),
@@ -546,6 +587,8 @@ class Agent:
             conversation_budget=self.conversation_budget,
             tool_sources=(self._mcp,) if self._mcp is not None else (),
             system_for=self.system_prompt,
+            output=output,
+            output_retries=output_retries,
         )
 
     @property
