@@ -9,6 +9,7 @@ on this package, never the other way round.
 from . import endpoints, events  # noqa: F401
 from .agent import Agent
 from .budget import Budget
+from .checkpoint import MapCheckpointWarning
 from .compaction import CompactionResult
 from .deprecation import retired_names as _retired_names
 from .errors import (
@@ -19,6 +20,7 @@ from .errors import (
     ErrorInfo,
     HookError,
     ModelNotFoundError,
+    OutputValidationError,
     PolicyBlocked,
     ProtocolError,
     ProviderError,
@@ -30,6 +32,7 @@ from .errors import (
 )
 from .errors import retired_errors as _retired_errors
 from .hooks import BlockToolCall, Hooks, ToolCallInfo
+from .maps import ItemResult, LoopExecutor, MapExecutor, MapResult
 from .messages import (
     ImageBlock,
     Message,
@@ -38,7 +41,7 @@ from .messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec
+from .model import ModelRequest, ModelSettings, OutputSchema, Provider, ToolChoice, ToolSpec
 from .policy import Block, Pass
 from .result import RunResult
 from .retry import RetryPolicy
@@ -61,10 +64,17 @@ __all__ = [
     "HookError",
     "Hooks",
     "ImageBlock",
+    "ItemResult",
+    "LoopExecutor",
+    "MapCheckpointWarning",
+    "MapExecutor",
+    "MapResult",
     "Message",
     "ModelNotFoundError",
     "ModelRequest",
     "ModelSettings",
+    "OutputSchema",
+    "OutputValidationError",
     "Pass",
     "PolicyBlocked",
     "ProtocolError",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ from .bus import EventBus, Listener, Subscription
 from .compaction import CompactionResult, compact_conversation
 from .conversation import Conversation
 from .errors import UserError
-from .events import AgentEvent, Decision
+from .events import AgentEvent, Decision, MapProgress
 from .hooks import Hooks, screener
 from .messages import Message
 from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
@@ -59,6 +59,7 @@ from .tools import Tool, as_tool
 from .usage import ContextWindow, Usage, estimate_tokens
 
 if TYPE_CHECKING:
+    from .maps import MapExecutor
     from .mcp_servers import McpServers
 
 __all__ = ["Agent"]
@@ -446,6 +447,56 @@ class Agent:
             raise
         finally:
             self._task = None
+
+    async def map(
+        self,
+        items: Iterable[Any],
+        prompt: str | Callable[[Any], str],
+        *,
+        output_type: Any = None,
+        output_retries: int = 2,
+        concurrency: int = 8,
+        budget: Budget | Mapping[str, Any] | str | None = None,
+        checkpoint: str | os.PathLike[str] | bool = True,
+        retry_failed: bool = False,
+        progress: bool | Callable[[MapProgress], Any] = True,
+        executor: MapExecutor | None = None,
+    ) -> Any:
+        """Ask the same question of every item; results come back aligned with ``items``.
+
+        ``items``: a list, a pandas Series or a DataFrame (its rows); ``prompt``: a template with
+        ``{item}`` (or a row's columns: ``"Classify: {title}"``) or a function of the item. Each
+        item is its own conversation with this agent's model, tools and settings (the agent's own
+        is not touched), up to ``concurrency`` at once; ``output_type`` types answers as in
+        :meth:`run`. A failing item is recorded with its error and does not stop the others.
+        ``budget`` caps the map (``"tokens=2M,cost=5,time=1h"``): it ends ``exhausted``.
+
+        Every finished item is appended to ``checkpoint`` as it finishes (by default
+        ``agent-map-<hash>.jsonl`` in the working directory, the hash naming the call: prompts,
+        output type and model; ``False`` for none). Running the same call again resumes: items
+        on file are not asked again (failed ones neither, unless ``retry_failed``). A checkpoint
+        of another call is never reused: a warning names it and the map starts its own file.
+
+        Returns a :class:`~ipyagent.agentlib.maps.MapResult` for a list (``result[i]``,
+        ``.errors``, ``.to_pandas()``), a DataFrame on the input's index for pandas input (the
+        output's fields or one ``output`` column, and ``error``). ``progress``: a line on stderr
+        (done, failed, tokens, cost, time left), a function given each ``MapProgress``, or
+        ``False``. ``executor`` decides where items run (see ``maps.MapExecutor``)."""
+        from .maps import run_map
+
+        config = self._run_config(self.provider, output_type=output_type, output_retries=output_retries)
+        return await run_map(
+            config,
+            items,
+            prompt,
+            concurrency=concurrency,
+            budget=Budget.of(budget),
+            checkpoint=checkpoint,
+            retry_failed=retry_failed,
+            executor=executor,
+            progress=progress,
+            emit=self._bus.emit,
+        )
 
     def run_sync(
         self,
