@@ -22,7 +22,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -192,7 +192,12 @@ class MapResult(Sequence[Any]):
         return len(self.items)
 
     def __getitem__(self, position: Any) -> Any:
-        return self.outputs[position]
+        if isinstance(position, slice):
+            return [item.output for item in self.items[position]]
+        return self.items[position].output
+
+    def __iter__(self) -> Iterator[Any]:
+        return (item.output for item in self.items)
 
     def __repr__(self) -> str:
         done = sum(item.status == "ok" for item in self.items)

@@ -357,3 +357,35 @@ async def test_an_executor_decides_where_the_items_run(tmp_path: Path) -> None:
     )
     assert ran == [2, 1, 0]
     assert list(result) == [0, 2, 4]
+
+
+async def test_a_torn_last_line_is_skipped_and_its_item_runs_again(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    await Agent(model=answering(doubling, 3)).map(
+        range(3), "Double {item}", output_type=int, concurrency=1, checkpoint=path, progress=False
+    )
+    lines = path.read_text().splitlines()
+    torn = lines[-1][: len(lines[-1]) // 2]
+    path.write_text("\n".join([*lines[:-1], torn]))  # the last write was cut short
+    lost = json.loads(lines[-1])["i"]
+    model = answering(doubling, 3)
+    with pytest.warns(MapCheckpointWarning, match="torn last line"):
+        result = await Agent(model=model).map(
+            range(3), "Double {item}", output_type=int, checkpoint=path, progress=False
+        )
+    assert [int(r.messages[0].text.split()[-1]) for r in model.requests] == [lost]
+    assert list(result) == [0, 2, 4]
+
+
+async def test_a_damaged_checkpoint_says_where_and_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    await Agent(model=answering(doubling, 3)).map(
+        range(3), "Double {item}", output_type=int, checkpoint=path, progress=False
+    )
+    header, _, *rest = path.read_text().splitlines()
+    path.write_text("\n".join([header, "garbage", *rest]) + "\n")
+    with pytest.raises(UserError) as raised:
+        await Agent(model=ScriptedModel([])).map(
+            range(3), "Double {item}", output_type=int, checkpoint=path, progress=False
+        )
+    assert raised.value.code == "checkpoint_damaged" and "line 2" in raised.value.info.message
