@@ -31,6 +31,7 @@ from .errors import (
     UserError,
 )
 from .errors import retired_errors as _retired_errors
+from .executors import DaskExecutor
 from .hooks import BlockToolCall, Hooks, ToolCallInfo
 from .maps import ItemResult, LoopExecutor, MapExecutor, MapResult
 from .messages import (
@@ -60,6 +61,7 @@ __all__ = [
     "CompactionResult",
     "ContextOverflowError",
     "ContextWindow",
+    "DaskExecutor",
     "ErrorInfo",
     "HookError",
     "Hooks",
