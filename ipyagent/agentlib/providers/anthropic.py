@@ -14,11 +14,11 @@ sent as ``auto`` (with only the named tools, for names), and the model may answe
 
 The API has no JSON mode, so a request's ``output_schema`` (a typed answer) is an *answer tool*:
 a tool of that name and schema, with ``tool_choice`` making the reply a call to it (to any tool,
-when the request offers others; ``"none"`` offers only the answer). The stream's call to it
+when the request offers others; ``"none"`` makes it the answer's). The stream's call to it
 comes back as the answer's text (its JSON), ending the reply as text would: the transcript holds
 an answer, not a call waiting for a result. A ``"required"`` or named choice asks for a tool
-call, not the answer, and gets no answer tool; with thinking on, the call cannot be forced and
-the model may answer in text.
+call, not the answer, and gets no answer tool; with thinking on, the call cannot be forced (under
+``"none"`` only the answer tool is sent then) and the model may answer in text.
 """
 
 from __future__ import annotations
@@ -111,10 +111,12 @@ def build_request(request: ModelRequest, *, model: str, endpoint: str = "anthrop
     answer = answer_tool(request)
     if answer is not None and request.output_schema is not None:
         output = request.output_schema
+        only_answer = request.tool_choice == "none" or not tools
+        if only_answer and budget is not None:
+            wire_tools = []  # the call cannot be forced with thinking on: offer nothing else
         wire_tools.append(
             {"name": answer, "description": output.description, "input_schema": output.json_schema}
         )
-        only_answer = request.tool_choice == "none" or not tools
         choice = (
             None
             if budget is not None

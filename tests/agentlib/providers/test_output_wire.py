@@ -203,6 +203,11 @@ async def test_anthropic_with_thinking_offers_the_answer_tool_without_forcing_it
     body = server.requests[-1].json
     assert [t["name"] for t in body["tools"]] == ["final_result"]
     assert "tool_choice" not in body
+    server.queue(Reply(answer_stream()))
+    await collect(claude(server).stream(request(tools=[LOOKUP], choice="none", thinking=True)))
+    body = server.requests[-1].json
+    assert [t["name"] for t in body["tools"]] == ["final_result"]  # "none": no other tool to call
+    assert "tool_choice" not in body
 
 
 async def test_a_typed_run_over_the_anthropic_wire_continues_with_the_answer_as_text(
