@@ -75,6 +75,17 @@ class Checkpoint:
 
     def write(self, record: CheckpointRecord) -> None:
         """Append one finished item (the file and its header are made on the first write)."""
+        try:
+            self._write(record)
+        except OSError as exc:
+            raise UserError(
+                f"Cannot write the map's checkpoint {self.path}: {exc}",
+                hint="Free some disk space or pass another checkpoint=PATH; the items on file are kept, "
+                "and running the map again resumes from them.",
+                code="checkpoint_unwritable",
+            ) from exc
+
+    def _write(self, record: CheckpointRecord) -> None:
         if self._fd is None:
             fresh = not self.path.exists() or self.path.stat().st_size == 0
             self._fd = open_for_append(self.path)

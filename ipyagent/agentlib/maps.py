@@ -184,9 +184,25 @@ class MapResult(Sequence[Any]):
 
     def to_pandas(self) -> Any:
         """A DataFrame on the input's index: the output's fields as columns (one ``output``
-        column for other types) and an ``error`` column (``None`` where the item succeeded)."""
-        errors = [item.error.message if item.error else None for item in self.items]
-        return to_frame(self.outputs, errors, self._index)
+        column for other types) and an ``error`` column (empty where the item succeeded; for an
+        item the map did not run, why). ``frame.attrs["map"]`` holds the map's status, reason,
+        usage and checkpoint."""
+        not_run = f"Not run: {self.reason or 'the map stopped first.'}"
+        errors = [
+            item.error.message if item.error else not_run if item.status == "pending" else None
+            for item in self.items
+        ]
+        frame = to_frame(self.outputs, errors, self._index)
+        frame.attrs["map"] = {
+            "status": self.status,
+            "reason": self.reason,
+            "ok": len(self.items) - self.failed - self.pending,
+            "failed": self.failed,
+            "pending": self.pending,
+            "usage": self.usage.model_dump(mode="json", exclude_defaults=True),
+            "checkpoint": str(self.checkpoint) if self.checkpoint else None,
+        }
+        return frame
 
     def __len__(self) -> int:
         return len(self.items)

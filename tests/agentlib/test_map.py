@@ -245,6 +245,9 @@ async def test_a_budget_stops_the_map_cleanly_and_a_larger_one_goes_on(tmp_path:
     assert list(result)[:5] == [0, 2, 4, 6, 8]
     assert result.pending == 5 and result.failed == 0
     assert result.usage.input_tokens == 450
+    frame = result.to_pandas()
+    assert pd.isna(frame["error"][0]) and frame["error"][9].startswith("Not run: The map used 500 tokens")
+    assert frame.attrs["map"]["status"] == "exhausted" and frame.attrs["map"]["pending"] == 5
     more = answering(answer, 10)
     rest = await Agent(model=more).map(
         range(10),
@@ -389,3 +392,13 @@ async def test_a_damaged_checkpoint_says_where_and_what_to_do(tmp_path: Path) ->
             range(3), "Double {item}", output_type=int, checkpoint=path, progress=False
         )
     assert raised.value.code == "checkpoint_damaged" and "line 2" in raised.value.info.message
+
+
+async def test_a_checkpoint_that_cannot_be_written_says_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "no such folder" / "c.jsonl"
+    with pytest.raises(UserError) as raised:
+        await Agent(model=answering(doubling, 2)).map(
+            range(2), "Double {item}", output_type=int, checkpoint=path, progress=False
+        )
+    assert raised.value.code == "checkpoint_unwritable"
+    assert str(path) in raised.value.info.message and "checkpoint=PATH" in raised.value.hint
