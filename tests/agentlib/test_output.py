@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -15,7 +16,7 @@ from ipyagent import Agent, AgentRunFailed, tool
 from ipyagent.agentlib.errors import OutputValidationError
 from ipyagent.agentlib.model import ModelRequest
 from ipyagent.agentlib.output import output_spec
-from ipyagent.testing import ScriptedModel, tool_call
+from ipyagent.testing import ReplayModel, ScriptedModel, tool_call
 
 
 class Ticket(BaseModel):
@@ -187,3 +188,17 @@ def test_a_request_with_an_output_schema_round_trips_through_json() -> None:
     request = ModelRequest(model="m", messages=[], output_schema=spec.schema)
     again = ModelRequest.model_validate(json.loads(request.model_dump_json()))
     assert again.output_schema == spec.schema
+
+
+async def test_a_typed_run_records_and_replays_from_a_cassette(tmp_path: Path) -> None:
+    cassette = tmp_path / "typed.cassette.jsonl"
+    script = ScriptedModel(['{"category": "bug", "urgency": 9}', '{"category": "bug", "urgency": 4}'])
+    recorded = await Agent(model=ReplayModel(script, cassette=cassette, mode="record")).run(
+        "Crash.", output_type=Ticket
+    )
+    assert recorded.output == Ticket(category="bug", urgency=4)
+    replayed = await Agent(model=ReplayModel(cassette=cassette)).run("Crash.", output_type=Ticket)
+    assert replayed.output == recorded.output  # the invalid answer and the retry replayed too
+    # Asking for another type is another request: the replay says how it differs.
+    other = await Agent(model=ReplayModel(cassette=cassette)).run("Crash.", output_type=int)
+    assert other.error is not None and other.error.code == "replay_mismatch"
