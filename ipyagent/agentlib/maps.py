@@ -22,6 +22,7 @@ import asyncio
 import os
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -414,6 +415,20 @@ class _Map:
         self.finished += 1
         self.results[outcome.index] = outcome
         self.usage = self.usage + outcome.usage
+        if (
+            self.finished == 1
+            and self.budget is not None
+            and self.budget.cost is not None
+            and self.usage.cost is None
+        ):
+            model = self.config.provider.model_id
+            warnings.warn(
+                f"No price is known for {model}, so the map's cost cap cannot apply; tokens are counted "
+                'and capped as set. Add its price to ~/.config/ipyagent/config.toml ([prices."MODEL"]) '
+                "or cap tokens instead.",
+                UserWarning,
+                stacklevel=2,
+            )
         if self.store is not None:
             output = self.config.output
             self.store.write(

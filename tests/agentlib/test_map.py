@@ -402,3 +402,11 @@ async def test_a_checkpoint_that_cannot_be_written_says_what_to_do(tmp_path: Pat
         )
     assert raised.value.code == "checkpoint_unwritable"
     assert str(path) in raised.value.info.message and "checkpoint=PATH" in raised.value.hint
+
+
+async def test_a_cost_cap_on_a_model_with_no_price_says_it_cannot_apply(tmp_path: Path) -> None:
+    with pytest.warns(UserWarning, match="No price is known for scripted/script"):
+        result = await Agent(model=answering(doubling, 3)).map(
+            range(3), "Double {item}", output_type=int, budget="cost=0.01", checkpoint=False, progress=False
+        )
+    assert result.status == "completed" and list(result) == [0, 2, 4]
