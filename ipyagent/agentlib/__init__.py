@@ -9,6 +9,7 @@ on this package, never the other way round.
 from . import endpoints, events  # noqa: F401
 from .agent import Agent
 from .budget import Budget
+from .checkpoint import MapCheckpointWarning
 from .compaction import CompactionResult
 from .deprecation import retired_names as _retired_names
 from .errors import (
@@ -19,6 +20,7 @@ from .errors import (
     ErrorInfo,
     HookError,
     ModelNotFoundError,
+    OutputValidationError,
     PolicyBlocked,
     ProtocolError,
     ProviderError,
@@ -29,7 +31,9 @@ from .errors import (
     UserError,
 )
 from .errors import retired_errors as _retired_errors
+from .executors import DaskExecutor
 from .hooks import BlockToolCall, Hooks, ToolCallInfo
+from .maps import ItemResult, LoopExecutor, MapExecutor, MapResult
 from .messages import (
     ImageBlock,
     Message,
@@ -38,7 +42,7 @@ from .messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec
+from .model import ModelRequest, ModelSettings, OutputSchema, Provider, ToolChoice, ToolSpec
 from .policy import Block, Pass
 from .result import RunResult
 from .retry import RetryPolicy
@@ -57,14 +61,22 @@ __all__ = [
     "CompactionResult",
     "ContextOverflowError",
     "ContextWindow",
+    "DaskExecutor",
     "ErrorInfo",
     "HookError",
     "Hooks",
     "ImageBlock",
+    "ItemResult",
+    "LoopExecutor",
+    "MapCheckpointWarning",
+    "MapExecutor",
+    "MapResult",
     "Message",
     "ModelNotFoundError",
     "ModelRequest",
     "ModelSettings",
+    "OutputSchema",
+    "OutputValidationError",
     "Pass",
     "PolicyBlocked",
     "ProtocolError",

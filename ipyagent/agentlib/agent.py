@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +42,11 @@ from .bus import EventBus, Listener, Subscription
 from .compaction import CompactionResult, compact_conversation
 from .conversation import Conversation
 from .errors import UserError
-from .events import AgentEvent, Decision
+from .events import AgentEvent, Decision, MapProgress
 from .hooks import Hooks, screener
 from .messages import Message
 from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
+from .output import output_spec
 from .project_context import ProjectContext, load_project_context
 from .request_redaction import RequestRedactor, redact_requests_default
 from .result import RunResult
@@ -58,6 +59,7 @@ from .tools import Tool, as_tool
 from .usage import ContextWindow, Usage, estimate_tokens
 
 if TYPE_CHECKING:
+    from .maps import MapExecutor
     from .mcp_servers import McpServers
 
 __all__ = ["Agent"]
@@ -397,6 +399,8 @@ class Agent:
         *,
         tool_choice: ToolChoice | ToolChoicePolicy | None = None,
         attachments: Sequence[Attachment] = (),
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> RunResult:
         """Run the agent on ``prompt`` until the model answers; return the :class:`RunResult`.
 
@@ -405,6 +409,12 @@ class Agent:
         ``tool_choice`` replaces the agent's for this run (see ``Agent(tool_choice=...)``).
         ``attachments`` go with the prompt: image files as images, text files as their text,
         or blocks (see :mod:`ipyagent.agentlib.attachments`).
+
+        ``output_type`` asks for a typed answer: a pydantic model, a dataclass, a ``TypedDict``,
+        a ``Literal``, a list of them, or a type like ``int``. The model may call tools first;
+        its final answer is validated into the type and returned as ``result.output``. An
+        invalid answer is shown its problems and asked again, up to ``output_retries`` times;
+        then the run fails with an ``invalid_output`` error (:class:`OutputValidationError`).
         """
         self._require_idle("run")
         self._require_writable("run")
@@ -413,9 +423,10 @@ class Agent:
         provider = self.provider
         self._loop = asyncio.get_running_loop()
         self._refresh_project()
+        config = self._run_config(provider, choice, output_type=output_type, output_retries=output_retries)
         agent_run = AgentRun(
             self._conversation,
-            self._run_config(provider, choice),
+            config,
             prompt,
             attachments=attached,
             bus=self._bus,
@@ -437,18 +448,78 @@ class Agent:
         finally:
             self._task = None
 
+    async def map(
+        self,
+        items: Iterable[Any],
+        prompt: str | Callable[[Any], str],
+        *,
+        output_type: Any = None,
+        output_retries: int = 2,
+        concurrency: int = 8,
+        budget: Budget | Mapping[str, Any] | str | None = None,
+        checkpoint: str | os.PathLike[str] | bool = True,
+        retry_failed: bool = False,
+        progress: bool | Callable[[MapProgress], Any] = True,
+        executor: MapExecutor | None = None,
+    ) -> Any:
+        """Ask the same question of every item; results come back aligned with ``items``.
+
+        ``items``: a list, a pandas Series or a DataFrame (its rows); ``prompt``: a template with
+        ``{item}`` (or a row's columns: ``"Classify: {title}"``) or a function of the item. Each
+        item is its own conversation with this agent's model, tools and settings (the agent's own
+        is not touched), up to ``concurrency`` at once; ``output_type`` types answers as in
+        :meth:`run`. A failing item is recorded with its error and does not stop the others.
+        ``budget`` caps the map (``"tokens=2M,cost=5,time=1h"``): it ends ``exhausted``.
+
+        Every finished item is appended to ``checkpoint`` as it finishes (by default
+        ``agent-map-<hash>.jsonl`` in the working directory, the hash naming the call: prompts,
+        output type and model; ``False`` for none). Running the same call again resumes: items
+        on file are not asked again (failed ones neither, unless ``retry_failed``). A checkpoint
+        of another call is never reused: a warning names it and the map starts its own file.
+
+        Returns a :class:`~ipyagent.agentlib.maps.MapResult` for a list (``result[i]``,
+        ``.errors``, ``.to_pandas()``), a DataFrame on the input's index for pandas input (the
+        output's fields or one ``output`` column, and ``error``). ``progress``: a line on stderr
+        (done, failed, tokens, cost, time left), a function given each ``MapProgress``, or
+        ``False``. ``executor`` decides where items run (see ``maps.MapExecutor``)."""
+        from .maps import run_map
+
+        config = self._run_config(self.provider, output_type=output_type, output_retries=output_retries)
+        return await run_map(
+            config,
+            items,
+            prompt,
+            concurrency=concurrency,
+            budget=Budget.of(budget),
+            checkpoint=checkpoint,
+            retry_failed=retry_failed,
+            executor=executor,
+            progress=progress,
+            emit=self._bus.emit,
+        )
+
     def run_sync(
         self,
         prompt: str,
         *,
         tool_choice: ToolChoice | ToolChoicePolicy | None = None,
         attachments: Sequence[Attachment] = (),
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> RunResult:
         """:meth:`run` for scripts. In a notebook or any running event loop, use ``await agent.run(...)``."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, tool_choice=tool_choice, attachments=attachments))
+            return asyncio.run(
+                self.run(
+                    prompt,
+                    tool_choice=tool_choice,
+                    attachments=attachments,
+                    output_type=output_type,
+                    output_retries=output_retries,
+                )
+            )
         raise UserError(
             "run_sync() cannot be used while an event loop is running (as in Jupyter).",
             hint="Use `await agent.run(...)` instead, or the %%agent cell magic.",
@@ -461,10 +532,19 @@ class Agent:
         *,
         tool_choice: ToolChoice | ToolChoicePolicy | None = None,
         attachments: Sequence[Attachment] = (),
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> AsyncIterator[AgentEvent]:
         """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run."""
         queue = self._bus.open_stream()
-        task = asyncio.ensure_future(self.run(prompt, tool_choice=tool_choice, attachments=attachments))
+        run = self.run(
+            prompt,
+            tool_choice=tool_choice,
+            attachments=attachments,
+            output_type=output_type,
+            output_retries=output_retries,
+        )
+        task = asyncio.ensure_future(run)
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -518,11 +598,23 @@ class Agent:
     # -- for the run -----------------------------------------------------------------------------
 
     def _run_config(
-        self, provider: Provider, tool_choice: ToolChoice | ToolChoicePolicy | None = None
+        self,
+        provider: Provider,
+        tool_choice: ToolChoice | ToolChoicePolicy | None = None,
+        *,
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> RunConfig:
         """What a run reads of this agent, fixed for the run (the tools and their system prompt
-        included); ``tool_choice`` replaces the agent's."""
+        included); ``tool_choice`` replaces the agent's; ``output_type`` asks for a typed answer."""
+        if output_retries < 0:
+            raise UserError(
+                f"output_retries must be 0 or more, not {output_retries}.",
+                hint="Pass e.g. output_retries=2.",
+                code="invalid_option",
+            )
         tools = self._tools_for_run()
+        output = output_spec(output_type, taken=[t.name for t in tools])
         return RunConfig(
             provider=provider,
             system=self.system_prompt([t.spec for t in tools]),
@@ -546,6 +638,8 @@ class Agent:
             conversation_budget=self.conversation_budget,
             tool_sources=(self._mcp,) if self._mcp is not None else (),
             system_for=self.system_prompt,
+            output=output,
+            output_retries=output_retries,
         )
 
     @property

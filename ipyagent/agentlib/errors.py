@@ -16,6 +16,7 @@ Every failure a user can meet is an :class:`AgentError` (or is described by an
     ├── HookError              a hook raised
     │   └── PolicyBlocked          a policy blocked a model request (or failed, so blocked)
     ├── RunError               a guard stopped the run (repeated failures, empty replies, ...)
+    │   └── OutputValidationError  the answers never validated into the run's output_type
     └── AgentRunFailed         a finished run that did not complete, raised on request
                                (``result.raise_for_status()``, a failed ``%%agent`` cell); its
                                ``info`` is the run's own error
@@ -44,6 +45,7 @@ __all__ = [
     "HookError",
     "Layer",
     "ModelNotFoundError",
+    "OutputValidationError",
     "PolicyBlocked",
     "ProtocolError",
     "ProviderError",
@@ -215,6 +217,14 @@ class PolicyBlocked(HookError):
 class RunError(AgentError):
     layer = "run"
     default_code = "run_failed"
+
+
+class OutputValidationError(RunError):
+    """The model's answers did not validate into the run's ``output_type``, as many times as
+    ``output_retries`` allowed: the last problems are in the message, the answers in the
+    transcript."""
+
+    default_code = "invalid_output"
 
 
 class AgentRunFailed(AgentError):

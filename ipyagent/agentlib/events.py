@@ -39,6 +39,7 @@ __all__ = [
     "BlockedByPolicy",
     "CompactionCompleted",
     "CompactionStarted",
+    "MapProgress",
     "MessageCommitted",
     "PermissionRequired",
     "PermissionResolved",
@@ -326,6 +327,28 @@ class CompactionCompleted(_Event):
     summary_hash: str = ""
 
 
+# -- maps ----------------------------------------------------------------------------------------
+
+
+class MapProgress(_Event):
+    """How an ``agent.map`` is going (emitted as items finish, at most a few times a second,
+    and once more at the end with ``finished``). ``resumed`` items were read from the
+    checkpoint; ``remaining`` is the estimated seconds left (``None`` until items finish)."""
+
+    type: Literal["map_progress"] = "map_progress"
+    total: int
+    done: int
+    failed: int
+    resumed: int = 0
+    running: int = 0
+    usage: Usage
+    elapsed: float
+    remaining: float | None = None
+    finished: bool = False
+    status: Literal["running", "completed", "exhausted", "cancelled"] = "running"
+    checkpoint: str | None = None
+
+
 AgentEvent: TypeAlias = Annotated[
     RunStarted
     | RunFinished
@@ -355,7 +378,8 @@ AgentEvent: TypeAlias = Annotated[
     | MessageCommitted
     | AttachmentSent
     | CompactionStarted
-    | CompactionCompleted,
+    | CompactionCompleted
+    | MapProgress,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent, config=_DEFERRED)

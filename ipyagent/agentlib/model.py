@@ -29,6 +29,7 @@ __all__ = [
     "PROVIDER_EVENT_ADAPTER",
     "ModelRequest",
     "ModelSettings",
+    "OutputSchema",
     "Provider",
     "ProviderEvent",
     "ResponseEnd",
@@ -70,6 +71,26 @@ class ModelSettings(BaseModel):
     temperature: float | None = None
 
 
+class OutputSchema(BaseModel):
+    """The shape a typed answer must have: one JSON object valid for ``json_schema``.
+
+    The loop sets it on a request when the run wants a typed answer (``output_type``); it
+    describes the reply that ends the run, not the tool calls before it. ``json_schema`` is
+    always an object schema (a type that is not an object, like ``int`` or a list, is wrapped
+    as ``{"result": ...}`` by the core). ``name`` is free among the request's tools (an API that
+    carries answers as a tool call names that tool so); ``strict`` says the schema meets
+    OpenAI's strict rules (every property required, no extra properties), so it may be sent as
+    strict. Adapters map it to their API's structured output and say what they cannot enforce.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    name: str = "final_result"
+    description: str = ""
+    json_schema: dict[str, Any]
+    strict: bool = False
+
+
 class ModelRequest(BaseModel):
     """One model call: ``model`` is the provider's own model name (no endpoint prefix).
 
@@ -92,6 +113,7 @@ class ModelRequest(BaseModel):
     settings: ModelSettings = ModelSettings()
     tool_choice: ToolChoice = "auto"
     expects_tool_call: bool = False
+    output_schema: OutputSchema | None = None
 
 
 class _Chunk(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +20,8 @@ class RunResult(BaseModel):
 
     ``status`` is ``completed`` (the model answered), ``exhausted`` (``max_turns`` ran out),
     ``failed`` (see ``error``) or ``cancelled``. ``messages`` are the ones this run added.
+    ``output`` is the typed answer of a run given an ``output_type`` (validated into that type;
+    ``None`` unless the run completed); without one it is the text.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -32,6 +35,7 @@ class RunResult(BaseModel):
     #: Why the run ended as it did, in words ("Cancelled by the user.", the guard that stopped
     #: it, the error); empty when it completed.
     reason: str = ""
+    output: Any = None
 
     @property
     def ok(self) -> bool:
@@ -60,7 +64,12 @@ class RunResult(BaseModel):
         return self.text
 
     def __repr__(self) -> str:
-        detail = f"error={self.error.code!r}" if self.error else f"text={_clip(self.text)!r}"
+        if self.error:
+            detail = f"error={self.error.code!r}"
+        elif self.output is not None and not isinstance(self.output, str):
+            detail = f"output={_clip(repr(self.output))}"
+        else:
+            detail = f"text={_clip(self.text)!r}"
         return f"RunResult(status={self.status!r}, {detail}, usage={str(self.usage)!r})"
 
 

@@ -66,6 +66,7 @@ from .hooks import (
 )
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec, open_stream
+from .output import AnswerCheck, OutputSpec
 from .parts import PartsAssembler
 from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
@@ -123,6 +124,10 @@ class RunConfig:
     #: Where more tools come from as the run starts (MCP servers); the system prompt for them.
     tool_sources: tuple[ToolSource, ...] = ()
     system_for: Callable[[Sequence[ToolSpec]], str] | None = None
+    #: The typed answer the run ends with (see output.py), and how often an invalid one is
+    #: answered with its problems before the run fails.
+    output: OutputSpec | None = None
+    output_retries: int = 2
 
 
 class AgentRun:
@@ -184,6 +189,7 @@ class AgentRun:
             config.budget, config.conversation_budget, conversation_seconds=conversation.seconds
         )
         self._redactor = RequestRedactor() if config.redact_requests else None
+        self._typed = AnswerCheck(config.output, config.output_retries) if config.output else None
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -226,6 +232,9 @@ class AgentRun:
                         continue
                     if queued := self.inbox.take():
                         self._commit(Message.user(queued))
+                        continue
+                    if config.output is not None and (again := self._read_answer(reply)) is not None:
+                        self._commit(again)
                         continue
                     return self._finish("completed")
                 results = await self._run_tools(reply.tool_calls)
@@ -274,7 +283,18 @@ class AgentRun:
         return notes
 
     def _schemas(self) -> str:
-        return "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)
+        output = self.config.output.instructions if self.config.output else ""
+        return output + "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)
+
+    def _read_answer(self, reply: Message) -> Message | None:
+        """Take the typed answer from the reply that ends the run; when it is not valid, the
+        message that asks again (past ``output_retries``, :class:`OutputValidationError`)."""
+        assert self._typed is not None
+        again = self._typed.check(reply.text)
+        if again is None:
+            return None
+        self._emit(RunWarning(code="invalid_output", message=again.warning))
+        return Message.user(again.prompt)
 
     # -- model turns -----------------------------------------------------------------------------
 
@@ -394,14 +414,16 @@ class AgentRun:
         messages = list(self.conversation.messages)
         if has_images(messages) and not accepts_images(self.provider.model_id):
             messages = without_images(messages)  # their text describes them
+        output = config.output
         request = ModelRequest.model_construct(
             model=self.provider.model_id.split("/", 1)[-1],
-            system=config.system,
+            system=_join(config.system, output.instructions) if output else config.system,
             messages=messages,
             tools=specs,
             settings=settings,
             tool_choice=choice,
             expects_tool_call=expects_tool_call(choice, self.messages, specs),
+            output_schema=output.schema if output else None,
         )
         try:
             return await prepare_request(config.hooks, request, redact=self._redactor)
@@ -674,6 +696,7 @@ class AgentRun:
             messages=self.messages,
             usage=self.usage,
             reason=message,
+            output=(self._typed.value if self._typed else text) if status == "completed" else None,
         )
 
     def _failed(self, error: ErrorInfo) -> RunResult:

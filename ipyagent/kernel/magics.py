@@ -92,7 +92,9 @@ HELP = """\
   --context PARTS          what the model is told of the notebook unasked: cell,outline,variables,error,
                            all or none (default: all; none for the embedded local model)
   --thinking LEVEL         none | low | medium | high
-  -o/--output VAR          store the result object (text, messages, usage, status) in VAR
+  -o/--output VAR          store the result object (text, messages, usage, status, output) in VAR
+  --output-type TYPE       the answer is validated into TYPE (a name or expression of the namespace:
+                           Ticket, list[Ticket], int); VAR.output holds the typed value
   --quiet                  show nothing while running
 
 %agent chat [options]      a chat widget on the current conversation (options as for %%agent)
@@ -178,6 +180,11 @@ class AgentMagics(Magics):
     @argument("--context", default=None, help="Notebook context sent: cell,outline,variables,error or none.")
     @argument("--thinking", default=None, choices=["none", "low", "medium", "high"], help="Reasoning effort.")
     @argument("-o", "--output", default=None, help="Store the result object in this variable.")
+    @argument(
+        "--output-type",
+        default=None,
+        help="Validate the answer into this type of the namespace (Ticket, list[Ticket], int).",
+    )
     @argument("--quiet", action="store_true", help="Show nothing while the run is in progress.")
     @argument(
         "command",
@@ -199,11 +206,12 @@ class AgentMagics(Magics):
         prompt = interpolate(cell, self.shell.user_ns).strip() if self.shell else cell.strip()
         if not prompt:
             raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
+        output_type = self._output_type(args.output_type)
         agent = self._agent(args.session, new=args.new)
         cell_id = running_cell_id(self.shell)
         self._configure(agent, args, cell_id=cell_id)
         result, interrupted = self._run(
-            agent, prompt, args, cell_id=cell_id, raw_cell=f"%%agent {line}\n{cell}"
+            agent, prompt, args, cell_id=cell_id, raw_cell=f"%%agent {line}\n{cell}", output_type=output_type
         )
         if args.output and result is not None and self.shell is not None:
             self.shell.user_ns[args.output] = result
@@ -218,9 +226,11 @@ class AgentMagics(Magics):
         cell_id: str | None,
         raw_cell: str,
         context: str = "all",
+        output_type: Any = None,
     ) -> tuple[RunResult | None, bool]:
         """Run ``prompt`` in the cell ``raw_cell`` until the run ends, shown as ``args`` ask;
-        ``context``: the notebook context sent by default (``auto``'s choice for a remote model)."""
+        ``context``: the notebook context sent by default (``auto``'s choice for a remote model);
+        ``output_type``: the type the answer is validated into (None: text)."""
         inside = self.state.cells.inside_cell(raw_cell)
         with pump_comm_messages(self.shell) as poll, inside:
             attachments = self._context(agent, args.context, cell_id=cell_id, auto=context)
@@ -233,7 +243,23 @@ class AgentMagics(Magics):
                 main=self.state.main,
                 poll=poll,
                 attachments=attachments,
+                output_type=output_type,
             )
+
+    def _output_type(self, name: str | None) -> Any:
+        """The type ``--output-type`` names, evaluated in the user's namespace (None: text)."""
+        if not name:
+            return None
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        try:
+            return eval(name, namespace)  # the user's own expression, in the user's own namespace
+        except Exception as exc:
+            raise _user_error(
+                f"--output-type {name}: {type(exc).__name__}: {exc}",
+                "Name a type defined in the notebook (class Ticket(BaseModel): ...), or a type such as "
+                "int, list[Ticket] or Literal['a', 'b'] (imported from typing).",
+                "invalid_output_type",
+            ) from None
 
     def _configure(self, agent: Agent, args: Any, *, cell_id: str | None = None) -> None:
         """Settle the run's model, permissions and tools; ``cell_id``: the notebook cell the run

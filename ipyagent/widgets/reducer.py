@@ -316,8 +316,8 @@ class ViewReducer:
             text = f"Summarized {event.dropped} earlier messages to free context."
             self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": text})
         elif isinstance(
-            event, (ev.RequestDone, ev.MessageCommitted, ev.CompactionStarted)
-        ):  # nothing to show
+            event, (ev.RequestDone, ev.MessageCommitted, ev.CompactionStarted, ev.MapProgress)
+        ):  # nothing to show (a map's progress has its own display)
             pass
         else:
             assert_never(event)

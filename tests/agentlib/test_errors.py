@@ -17,6 +17,7 @@ from ipyagent.agentlib.errors import (
     HookError,
     Layer,
     ModelNotFoundError,
+    OutputValidationError,
     PolicyBlocked,
     ProtocolError,
     ProviderError,
@@ -42,6 +43,7 @@ DEFAULTS: dict[type[AgentError], tuple[Layer, str, bool]] = {
     HookError: ("hook", "hook_failed", False),
     PolicyBlocked: ("hook", "policy_blocked", False),
     RunError: ("run", "run_failed", False),
+    OutputValidationError: ("run", "invalid_output", False),
     AgentRunFailed: ("run", "run_failed", False),
 }
 CLASSES = list(DEFAULTS)

@@ -16,7 +16,7 @@ from ipyagent import Agent, tool
 from ipyagent.agentlib.endpoints import provider_for
 from ipyagent.agentlib.errors import AuthenticationError, ProviderError, RateLimitError
 from ipyagent.agentlib.messages import Message
-from ipyagent.agentlib.model import ModelRequest, Provider, ProviderEvent, ToolSpec
+from ipyagent.agentlib.model import ModelRequest, OutputSchema, Provider, ProviderEvent, ToolSpec
 from ipyagent.agentlib.providers.replay import CassetteWarning, ReplayModel, normalize_request
 from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call
 
@@ -94,7 +94,7 @@ async def test_a_replayed_run_streams_the_recorded_events_with_no_model(tmp_path
         request("", messages=recorded.messages)
     )
     lines = cassette.read_text().splitlines()
-    assert json.loads(lines[0]) == {"format": "ipyagent-cassette", "version": 2}
+    assert json.loads(lines[0]) == {"format": "ipyagent-cassette", "version": 3}
     assert len(lines) == 3  # the header, then one line per request
     second = json.loads(lines[2])
     assert second["reuse"] == 1 and second["same"] == ["system", "tools", "settings"]  # stored as deltas
@@ -145,6 +145,32 @@ async def test_the_tool_choice_is_recorded_and_compared(tmp_path: Path) -> None:
     assert '-tool_choice: ["add"]' in str(exc)
 
 
+async def test_the_output_schema_is_recorded_and_compared(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    schema = OutputSchema(json_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
+    asked = request("hi", output_schema=schema)
+    await drain(ReplayModel(script(), cassette=cassette, mode="record"), asked)
+    recorded = json.loads(cassette.read_text().splitlines()[1])["request"]
+    assert recorded["output_schema"]["json_schema"] == schema.json_schema
+    events, exc = await drain(ReplayModel(cassette=cassette), asked)
+    assert exc is None and events
+    _, exc = await drain(ReplayModel(cassette=cassette), request("hi"))  # asked for text instead
+    assert isinstance(exc, ProviderError) and exc.code == "replay_mismatch"
+    assert "-output_schema: " in str(exc)
+
+
+async def test_a_version_2_cassette_still_replays(tmp_path: Path) -> None:
+    # Written before requests had an output schema: its requests have none, and compare as before.
+    cassette = tmp_path / "c.jsonl"
+    spec = ToolSpec(name="add", description="Add.", parameters={"properties": {}})
+    await drain(ReplayModel(script(), cassette=cassette, mode="record"), request("hi", tools=[spec]))
+    header, *records = cassette.read_text().splitlines()
+    assert "output_schema" not in json.loads(records[0])["request"]
+    cassette.write_text("\n".join([json.dumps({**json.loads(header), "version": 2}), *records]) + "\n")
+    events, exc = await drain(ReplayModel(cassette=cassette), request("hi", tools=[spec]))
+    assert exc is None and events
+
+
 async def test_a_version_1_cassette_replays_without_comparing_the_tool_choice(tmp_path: Path) -> None:
     # Written before requests had a tool_choice: what the model was then allowed to call is not
     # on file, so any choice matches; everything else is still compared.
@@ -152,7 +178,7 @@ async def test_a_version_1_cassette_replays_without_comparing_the_tool_choice(tm
     spec = ToolSpec(name="add", description="Add.", parameters={"properties": {}})
     await drain(ReplayModel(script(), cassette=cassette, mode="record"), request("hi", tools=[spec]))
     header, *records = cassette.read_text().splitlines()
-    assert json.loads(header)["version"] == 2
+    assert json.loads(header)["version"] == 3
     old_header = json.dumps({**json.loads(header), "version": 1})
     cassette.write_text("\n".join([old_header, *records]) + "\n")
 

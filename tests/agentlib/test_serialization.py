@@ -98,6 +98,9 @@ EXAMPLES: list[AgentEvent] = [
     ev.AttachmentSent(label="notebook context", text="<notebook-context>\n…\n</notebook-context>", tokens=9),
     ev.CompactionStarted(reason="overflow", messages=40),
     ev.CompactionCompleted(dropped=30, summary="Earlier: setup.", fallback=True),
+    ev.MapProgress(
+        total=10, done=4, failed=1, resumed=2, running=3, usage=Usage(input_tokens=5), elapsed=1.5
+    ),
 ]
 
 

@@ -337,3 +337,28 @@ def test_the_model_may_ask_the_user_where_a_view_could_show_the_question(kernel:
     kernel.run("%%agent -m m2\nTotal the sales.")
     _, outputs = kernel.run("print('ask_user' in [t.name for t in m2.requests[0].tools])")
     assert text_of(outputs).strip() == "False"
+
+
+def test_output_type_gives_the_typed_answer(kernel: Kernel) -> None:
+    kernel.run(
+        SETUP
+        + "from typing import Literal\n"
+        + "from pydantic import BaseModel\n"
+        + "class Ticket(BaseModel):\n    category: Literal['bug', 'billing']\n    urgency: int\n"
+        + 'invalid = \'{"category": "feature", "urgency": 2}\'\n'
+        + 'm = ScriptedModel([invalid, \'{"category": "bug", "urgency": 4}\'])'
+    )
+    reply, outputs = kernel.run("%%agent -m m -o res --output-type Ticket\nThe app crashes on start.")
+    assert reply["status"] == "ok", reply
+    reply, outputs = kernel.run(
+        "print(repr(res.output)); print('not a valid Ticket' in m.requests[1].messages[-1].text)"
+    )
+    assert text_of(outputs).split() == ["Ticket(category='bug',", "urgency=4)", "True"]
+    # An expression of the namespace, and a name that is not there.
+    kernel.run("m2 = ScriptedModel(['{\"result\": [1, 2]}'])")
+    kernel.run("%%agent -m m2 -o res2 --new --output-type list[int]\nTwo numbers.")
+    _, outputs = kernel.run("print(res2.output)")
+    assert text_of(outputs).strip() == "[1, 2]"
+    reply, outputs = kernel.run("%%agent -m m2 --output-type Tikcet\nx")
+    assert reply["status"] == "error"
+    assert "--output-type Tikcet: NameError" in text_of(outputs) + str(reply)

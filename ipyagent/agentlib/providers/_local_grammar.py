@@ -2,10 +2,11 @@
 turn offers.
 
 This module owns the constraints (:func:`tool_grammar`, :func:`answer_grammar`,
-:func:`callable_tools`, and :func:`allowed_calls`, which maps a request's ``tool_choice`` onto
-them); llama.cpp applies them (:mod:`._local_llama`), and :mod:`._local_parse` reads what comes
-out. Which tools a request may call is the loop's decision (``request.tool_choice``, see
-:mod:`ipyagent.agentlib.tool_choice`); nothing here reads what the user wrote.
+:func:`typed_answer_grammar`, :func:`callable_tools`, and :func:`allowed_calls`, which maps a
+request's ``tool_choice`` onto them); llama.cpp applies them (:mod:`._local_llama`), and
+:mod:`._local_parse` reads what comes out. Which tools a request may call is the loop's decision
+(``request.tool_choice``, see :mod:`ipyagent.agentlib.tool_choice`); nothing here reads what the
+user wrote.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "callable_tools",
     "tool_call_schema",
     "tool_grammar",
+    "typed_answer_grammar",
 ]
 
 
@@ -74,27 +76,57 @@ _TEXT_RULES = (
 )
 
 
-def tool_grammar(tools: Sequence[ToolSpec], *, text: bool = True) -> str:
+def _schema_rules(schemas: dict[str, dict[str, Any]]) -> str:
+    """GBNF rules for JSON valid for each schema, the rule for each named by its key: one
+    converter for all, so rules they share (``space``, ``string``) are defined once."""
+    from llama_cpp.llama_grammar import SchemaConverter
+
+    make: Any = SchemaConverter  # untyped
+    converter = make(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    for name, schema in schemas.items():
+        converter.visit(converter.resolve_refs(json.loads(json.dumps(schema)), name), name)
+    rules: str = converter.format_grammar()
+    return rules
+
+
+def typed_answer_grammar(schema: dict[str, Any]) -> str:
+    """GBNF for a typed answer: one JSON document valid for ``schema`` (a request's
+    ``output_schema``), and nothing else."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    rules: str = json_schema_to_gbnf(json.dumps(schema))
+    return rules
+
+
+def tool_grammar(
+    tools: Sequence[ToolSpec], *, text: bool = True, answer: dict[str, Any] | None = None
+) -> str:
     """GBNF for "call tools with valid arguments (in ``<tool_call>`` tags, or as a fenced JSON
     block) | answer in text". The model's own first tokens pick the branch; once it opens a
     call, the name is one of ``tools`` and the arguments match that tool's schema. With no
     tools: text only. With ``text=False`` the reply must be calls in tags, as many as there are
     tools at most: told to call one tool, small models otherwise chain calls with made-up
-    arguments (``describe_variable(name="sales_region_units_max")`` ...)."""
+    arguments (``describe_variable(name="sales_region_units_max")`` ...). With an ``answer``
+    schema (a typed answer), the reply that is not a call is JSON valid for it, not free text."""
     if not tools:
-        return "root ::= x-text\n" + _TEXT_RULES
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+        return typed_answer_grammar(answer) if answer is not None else "root ::= x-text\n" + _TEXT_RULES
+    if answer is not None:
+        calls = _schema_rules({"x-tool-call-json": tool_call_schema(tools), "x-answer": answer})
+    else:
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    calls = json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
-    calls = re.sub(r"^root ::=", "x-tool-call-json ::=", calls, count=1, flags=re.MULTILINE)
+        calls = json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
+        calls = re.sub(r"^root ::=", "x-tool-call-json ::=", calls, count=1, flags=re.MULTILINE)
     if text:
-        root = "root ::= x-tool-calls | x-fenced-call | x-text\n"
+        root = f"root ::= x-tool-calls | x-fenced-call | {'x-answer' if answer is not None else 'x-text'}\n"
     else:
         root = "root ::= x-tool-call" + ' ("\\n" x-tool-call)?' * (len(tools) - 1) + "\n"
     return (
         root + 'x-tool-calls ::= x-tool-call ("\\n" x-tool-call)*\n'
         'x-tool-call ::= "<tool_call>\\n" x-tool-call-json "\\n</tool_call>"\n'
-        'x-fenced-call ::= "```json\\n" x-tool-call-json "\\n```"\n' + _TEXT_RULES + calls
+        'x-fenced-call ::= "```json\\n" x-tool-call-json "\\n```"\n'
+        + (_TEXT_RULES if answer is None else "")
+        + calls
     )
 
 

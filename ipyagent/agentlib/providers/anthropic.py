@@ -11,6 +11,14 @@ The request's ``tool_choice`` becomes the API's: ``{"type": "none"}``, ``{"type"
 tools with ``{"type": "any"}``. ``"auto"`` is not sent (it is the default). With thinking on, the
 API refuses to be made to call a tool ("any" and "tool" are rejected): a required choice is then
 sent as ``auto`` (with only the named tools, for names), and the model may answer in text.
+
+The API has no JSON mode, so a request's ``output_schema`` (a typed answer) is an *answer tool*:
+a tool of that name and schema, with ``tool_choice`` making the reply a call to it (to any tool,
+when the request offers others; ``"none"`` makes it the answer's). The stream's call to it
+comes back as the answer's text (its JSON), ending the reply as text would: the transcript holds
+an answer, not a call waiting for a result. A ``"required"`` or named choice asks for a tool
+call, not the answer, and gets no answer tool; with thinking on, the call cannot be forced (under
+``"none"`` only the answer tool is sent then) and the model may answer in text.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ from ..usage import Usage
 from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import SSEDecoder, SSEEvent
 
-__all__ = ["AnthropicProvider", "AnthropicStreamParser", "build_request", "thinking_budget"]
+__all__ = ["AnthropicProvider", "AnthropicStreamParser", "answer_tool", "build_request", "thinking_budget"]
 
 API_VERSION = "2023-06-01"
 # max_tokens is required by the API; this fits every current model's output limit.
@@ -99,10 +107,25 @@ def build_request(request: ModelRequest, *, model: str, endpoint: str = "anthrop
     if request.system:
         body["system"] = request.system
     tools, choice = _tool_choice(request, thinking=budget is not None)
-    if tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
-        ]
+    wire_tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+    answer = answer_tool(request)
+    if answer is not None and request.output_schema is not None:
+        output = request.output_schema
+        only_answer = request.tool_choice == "none" or not tools
+        if only_answer and budget is not None:
+            wire_tools = []  # the call cannot be forced with thinking on: offer nothing else
+        wire_tools.append(
+            {"name": answer, "description": output.description, "input_schema": output.json_schema}
+        )
+        choice = (
+            None
+            if budget is not None
+            else {"type": "tool", "name": answer}
+            if only_answer
+            else {"type": "any"}
+        )
+    if wire_tools:
+        body["tools"] = wire_tools
         if choice is not None:
             body["tool_choice"] = choice
     if budget is not None:
@@ -111,6 +134,14 @@ def build_request(request: ModelRequest, *, model: str, endpoint: str = "anthrop
         # With thinking on the API accepts no temperature but 1, so it is only sent without.
         body["temperature"] = settings.temperature
     return body
+
+
+def answer_tool(request: ModelRequest) -> str | None:
+    """The name of the answer tool this request offers (see the module's docstring), if any."""
+    output = request.output_schema
+    if output is None or request.tool_choice not in ("auto", "none"):
+        return None
+    return output.name
 
 
 def _tool_choice(
@@ -205,8 +236,14 @@ class AnthropicStreamParser:
     :meth:`finish` at the end of the body. Raises :class:`ProtocolError` for a broken stream and
     the mapped provider error for an ``error`` event (``overloaded_error`` is retryable)."""
 
-    def __init__(self, ctx: ErrorContext, *, context_limit: int | None = None) -> None:
+    def __init__(
+        self, ctx: ErrorContext, *, context_limit: int | None = None, answer_tool: str | None = None
+    ) -> None:
         self._ctx = ctx
+        #: A call to this tool is the typed answer: its input streams out as text.
+        self._answer_tool = answer_tool
+        self._answer_blocks: set[int] = set()
+        self._calls = 0
         self._context_limit = context_limit
         self._stopped = False
         self._stop_reason: str | None = None
@@ -255,7 +292,9 @@ class AnthropicStreamParser:
         elif kind == "content_block_stop":
             index = self._index(payload)
             pending = self._tool_input.pop(index, None)
-            if pending:
+            if pending and index in self._answer_blocks:
+                out.text(pending, key=index)
+            elif pending:
                 out.add(ToolCallChunk(key=index, arguments=pending))
         elif kind == "message_delta":
             delta = payload.get("delta")
@@ -289,7 +328,11 @@ class AnthropicStreamParser:
             name, call_id = block.get("name"), block.get("id")
             if not isinstance(name, str) or not name:
                 raise self._malformed("a tool_use block without a name")
-            out.add(ToolCallChunk(key=index, id=call_id if isinstance(call_id, str) else None, name=name))
+            if name == self._answer_tool:
+                self._answer_blocks.add(index)
+            else:
+                self._calls += 1
+                out.add(ToolCallChunk(key=index, id=call_id if isinstance(call_id, str) else None, name=name))
             start_input = block.get("input")
             if isinstance(start_input, dict) and start_input:
                 self._tool_input[index] = json.dumps(start_input)
@@ -308,7 +351,9 @@ class AnthropicStreamParser:
             out.add(ThinkingChunk(signature=delta["signature"], key=index))
         elif kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
             self._tool_input.pop(index, None)  # the deltas carry the input; the start's is a stub
-            if delta["partial_json"]:
+            if delta["partial_json"] and index in self._answer_blocks:
+                out.text(delta["partial_json"], key=index)
+            elif delta["partial_json"]:
                 out.add(ToolCallChunk(key=index, arguments=delta["partial_json"]))
 
     def _update_usage(self, usage: Any) -> None:
@@ -352,6 +397,8 @@ class AnthropicStreamParser:
         if self._raw_usage:
             out.append(UsageReport(usage=self._usage(), context_limit=self._context_limit))
         reason = _STOP.get(self._stop_reason or "end_turn", "stop")
+        if reason == "tool_calls" and not self._calls:
+            reason = "stop"  # the only call was the answer tool's: the reply is an answer
         out.append(ResponseEnd(finish_reason=reason, response_id=self._response_id))
         return out
 
@@ -367,7 +414,9 @@ class AnthropicProvider(HTTPProvider):
         headers = {"Accept": "text/event-stream", "anthropic-version": API_VERSION}
         if self._secret is not None:
             headers["x-api-key"] = self._secret.reveal()
-        parser = AnthropicStreamParser(self._error_context(model), context_limit=self.context_limit)
+        parser = AnthropicStreamParser(
+            self._error_context(model), context_limit=self.context_limit, answer_tool=answer_tool(request)
+        )
         decoder = SSEDecoder()
         async for event in self._events("/v1/messages", body, headers, model, decoder, parser):
             yield event

@@ -21,6 +21,11 @@ after tool results); ``"required"`` makes the reply a call to one of the tools, 
 call to one of those. With ``tool_mode="free"`` nothing constrains the model: calls to tools the
 choice rules out are read as text.
 
+The request's ``output_schema`` (a typed answer) becomes grammar too: the reply that is not a
+tool call is JSON valid for the schema (llama.cpp's JSON-schema grammar), with no answer
+envelope; with no tool to call, the whole reply is that JSON. In ``tool_mode="free"`` it is
+not enforced.
+
 Generation runs in a worker thread, one at a time per loaded model (llama.cpp contexts are not
 thread-safe). It checks a stop flag between tokens and between prompt batches, so cancelling the
 consuming task stops it within about a token, and the model lock is released right after.
@@ -162,13 +167,15 @@ class LocalModel:
         offered, text = allowed_calls(request, self.after_results)
         constrained = self.tool_mode == "grammar"
         grammar: str | None = None
-        # With every tool held back this turn, the reply is an answer envelope (see ANSWER_OPENER).
-        envelope = constrained and bool(request.tools) and not offered
+        answer = request.output_schema.json_schema if request.output_schema and text else None
+        # With every tool held back this turn, the reply is an answer envelope (see ANSWER_OPENER),
+        # unless the answer is typed: then it is the JSON of its schema.
+        envelope = constrained and bool(request.tools) and not offered and answer is None
         if envelope:
             prompt += ANSWER_OPENER
             grammar = answer_grammar()
-        elif constrained and offered:
-            grammar = await asyncio.to_thread(_grammar, tuple(offered), text=text)
+        elif constrained and (offered or answer is not None):
+            grammar = await asyncio.to_thread(_grammar, tuple(offered), text, answer)
         tokens = tokenize(llm, prompt)
         budget = self.n_ctx - len(tokens)
         if budget < 16:
@@ -228,6 +235,6 @@ class LocalModel:
             job.stop.set()  # the worker sees it before its next token and lets go of the model
 
 
-def _grammar(tools: tuple[ToolSpec, ...], text: bool = True) -> str:
+def _grammar(tools: tuple[ToolSpec, ...], text: bool = True, answer: dict[str, Any] | None = None) -> str:
     import_llama()  # tool_grammar needs llama_cpp's JSON-schema converter
-    return tool_grammar(tools, text=text)
+    return tool_grammar(tools, text=text, answer=answer)

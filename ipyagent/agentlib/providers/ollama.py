@@ -9,6 +9,11 @@ token counts from the final ``done`` line, ``{"error": ...}`` lines after HTTP 2
 ``/api/chat`` has no ``tool_choice``. The request's is carried out as far as the tools sent can
 do it: ``"none"`` sends no tools, tool names send only those tools. ``"required"`` cannot be
 enforced: the tools are sent and the model may still answer in text.
+
+The request's ``output_schema`` (a typed answer) becomes ``format: <schema>``, which holds the
+whole reply to the schema — tool calls included, so a request that sends tools gets no
+``format`` (with both, Ollama returns no tool calls: ollama/ollama#8095); the system prompt
+still gives the schema, and the loop checks the answer.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ def build_request(request: ModelRequest, *, model: str, endpoint: str = "ollama"
             }
             for t in tools
         ]
+    elif request.output_schema is not None:
+        body["format"] = request.output_schema.json_schema
     level = request.settings.thinking
     if level is not None:
         # gpt-oss takes a level and cannot switch thinking off; the others take a boolean.

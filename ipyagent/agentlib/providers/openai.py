@@ -15,6 +15,12 @@ tools, with ``"required"`` (OpenAI's ``allowed_tools`` would keep the whole list
 servers know it). ``"auto"`` is not sent: it is every server's default when tools are given.
 Servers that ignore ``tool_choice`` (some versions of Ollama's ``/v1``, LM Studio) cannot be
 made to honour it from here.
+
+The request's ``output_schema`` (a typed answer) becomes ``response_format: {"type":
+"json_schema", ...}``, ``strict`` only when the schema meets OpenAI's strict rules; vLLM and
+llama.cpp's server hold the reply to it with a grammar. Sent alongside tools, it shapes the
+reply that answers, not the calls (OpenAI; some versions of Ollama's ``/v1`` ignore the tools
+then).
 """
 
 from __future__ import annotations
@@ -90,6 +96,16 @@ def build_request(
         ]
         if choice is not None:
             body["tool_choice"] = choice
+    output = request.output_schema
+    if output is not None:
+        json_schema: dict[str, Any] = {
+            "name": output.name,
+            "schema": output.json_schema,
+            "strict": output.strict,
+        }
+        if output.description:
+            json_schema["description"] = output.description
+        body["response_format"] = {"type": "json_schema", "json_schema": json_schema}
     settings = request.settings
     if settings.max_tokens is not None:
         body[dialect.max_tokens_field] = settings.max_tokens

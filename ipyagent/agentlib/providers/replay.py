@@ -8,7 +8,8 @@
 In ``record`` mode every request goes to the wrapped provider; its events pass through live and
 one JSON line per request is appended to the cassette: the request in a normalized, comparable
 form (qualified model id, system prompt, messages without their ids and timestamps, tool-call ids
-numbered in order, tool specs, settings, the tool choice when it is not ``auto``), the provider
+numbered in order, tool specs, settings, the tool choice when it is not ``auto``, the output
+schema of a typed answer), the provider
 events it produced, and the error it ended with. A recording asks for deterministic decoding
 where the model offers it (the local model decodes greedily at temperature 0), so recording an
 unchanged notebook again gives the same cassette; the request is recorded as the agent made it.
@@ -54,8 +55,9 @@ __all__ = ["Cassette", "CassetteWarning", "Recording", "ReplayMode", "ReplayMode
 
 ReplayMode = Literal["record", "replay"]
 # Version 2 records the request's tool_choice. Version 1 cassettes, recorded before requests had
-# one, still replay: their requests are compared without it.
-FORMAT, VERSION = "ipyagent-cassette", 2
+# one, still replay: their requests are compared without it. Version 3 records the output schema
+# of a typed answer (when there is one); no earlier request had one, so those compare as before.
+FORMAT, VERSION = "ipyagent-cassette", 3
 #: Lines of diff shown in a mismatch error; the rest is counted, not shown.
 MAX_DIFF_LINES = 80
 
@@ -363,6 +365,8 @@ def normalize_request(
     if request.tool_choice != "auto":  # left out when auto: most requests, and all of version 1
         choice = request.tool_choice
         normalized["tool_choice"] = list(choice) if isinstance(choice, tuple) else choice
+    if request.output_schema is not None:  # left out when none: every request before version 3
+        normalized["output_schema"] = request.output_schema.model_dump(mode="json")
     scrubs, secrets = (*scrub, *TEXT_SCRUBS), known_secrets()
 
     def clean(text: str) -> str:
@@ -415,6 +419,8 @@ def _render(request: dict[str, Any]) -> list[str]:
     lines = [f"model: {request.get('model')}", f"settings: {_json(request.get('settings'))}"]
     if "tool_choice" in request:
         lines.append(f"tool_choice: {_json(request['tool_choice'])}")
+    if "output_schema" in request:
+        lines.append(f"output_schema: {_json(request['output_schema'])}")
     lines += _field("system", request.get("system", ""), "")
     for tool in request.get("tools", []):
         lines.append(f"tool {tool.get('name')}:")

@@ -1,0 +1,211 @@
+"""A map's checkpoint: one JSON line per finished item, appended as each one finishes.
+
+The file opens with a header naming the call it belongs to (a fingerprint of the prompts, the
+output type and the model, see :mod:`.maps`); each later line is one item's outcome: its index,
+the key of its prompt, ``ok`` with the output as JSON or ``failed`` with the error, and its
+usage. Each line is written with :mod:`.jsonl` as its item finishes (one ``os.write`` loop: in
+the system's hands at once, so a crash of the process or a kernel restart loses at most the items
+in flight, and leaves at most a torn last line, which reading skips). Forcing the file to disk
+(``fsync``, against a crash of the machine) happens on a thread of its own, as soon as the
+previous one is done and at close: a map's loop never waits for the disk, which can take tens of
+milliseconds per call.
+
+A checkpoint written for another call is never reused: :func:`open_checkpoint` warns, naming the
+file, and starts a file of its own beside it. This module owns the file format; what an item's
+outcome is, and when to write it, is :mod:`.maps`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .jsonl import append_line, json_line, open_for_append
+
+__all__ = ["Checkpoint", "CheckpointRecord", "MapCheckpointWarning", "open_checkpoint"]
+
+FORMAT, VERSION = "ipyagent-map", 1
+
+
+class MapCheckpointWarning(UserWarning):
+    """A map's checkpoint could not be used as it was (another call's, or a torn last line)."""
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    """One finished item as the checkpoint holds it."""
+
+    index: int
+    key: str
+    ok: bool
+    output: Any = None
+    error: dict[str, Any] | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        record: dict[str, Any] = {"i": self.index, "key": self.key, "ok": self.ok, "usage": self.usage}
+        if self.ok:
+            record["output"] = self.output
+        else:
+            record["error"] = self.error
+        return json_line(record)
+
+
+class Checkpoint:
+    """An open checkpoint file: :attr:`records` read from it, :meth:`write` appends."""
+
+    def __init__(
+        self, path: Path, fingerprint: str, records: dict[int, CheckpointRecord], *, fsync: bool
+    ) -> None:
+        self.path = path
+        self.fingerprint = fingerprint
+        #: What earlier runs of the same call finished, by item index.
+        self.records = records
+        self.fsync = fsync
+        self._fd: int | None = None
+        self._dirty = threading.Event()
+        self._closing = False
+        self._syncer: threading.Thread | None = None
+
+    def write(self, record: CheckpointRecord) -> None:
+        """Append one finished item (the file and its header are made on the first write)."""
+        try:
+            self._write(record)
+        except OSError as exc:
+            raise UserError(
+                f"Cannot write the map's checkpoint {self.path}: {exc}",
+                hint="Free some disk space or pass another checkpoint=PATH; the items on file are kept, "
+                "and running the map again resumes from them.",
+                code="checkpoint_unwritable",
+            ) from exc
+
+    def _write(self, record: CheckpointRecord) -> None:
+        if self._fd is None:
+            fresh = not self.path.exists() or self.path.stat().st_size == 0
+            self._fd = open_for_append(self.path)
+            if fresh:
+                header = {"format": FORMAT, "version": VERSION, "call": self.fingerprint}
+                append_line(self._fd, json_line(header), fsync=False)
+            if self.fsync:
+                self._syncer = threading.Thread(target=self._sync, name="ipyagent-checkpoint", daemon=True)
+                self._syncer.start()
+        append_line(self._fd, record.line(), fsync=False)
+        self.records[record.index] = record
+        self._dirty.set()
+
+    def _sync(self) -> None:
+        """The syncing thread: force what was written to disk, again whenever more was."""
+        while True:
+            self._dirty.wait()
+            if self._closing:
+                return
+            self._dirty.clear()
+            if self._fd is not None:
+                os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Force the file to disk (when ``fsync``) and close it."""
+        if self._fd is None:
+            return
+        if self._syncer is not None:
+            self._closing = True
+            self._dirty.set()
+            self._syncer.join()
+            self._syncer = None
+            os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+
+    def __repr__(self) -> str:
+        return f"Checkpoint({str(self.path)!r}, finished={len(self.records)})"
+
+
+def open_checkpoint(path: Path, fingerprint: str, *, fsync: bool = True) -> Checkpoint:
+    """The checkpoint of the call ``fingerprint`` at ``path``: its finished items when the file
+    is this call's; when it is another call's, a warning and a fresh file beside it
+    (``name.<fingerprint>.jsonl``, resumed in turn if it exists)."""
+    found = _read(path, fingerprint)
+    if found is not None:
+        return Checkpoint(path, fingerprint, found, fsync=fsync)
+    own = path.with_name(f"{path.name.removesuffix('.jsonl')}.{fingerprint[:12]}.jsonl")
+    warnings.warn(
+        f"The checkpoint {path} was written by another map (other prompts, items, output type or "
+        f"model), so it is not reused: this map checkpoints to {own}.",
+        MapCheckpointWarning,
+        stacklevel=3,
+    )
+    return Checkpoint(own, fingerprint, _read(own, fingerprint) or {}, fsync=fsync)
+
+
+def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
+    """The records of ``path`` if it is this call's (empty when it does not exist yet), else None."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UserError(
+            f"Cannot read the checkpoint {path}: {exc}",
+            hint="Pass another checkpoint=PATH, or checkpoint=False to run without one.",
+            code="checkpoint_unreadable",
+        ) from exc
+    if not raw.strip():
+        return {}
+    lines = raw.split(b"\n")
+    try:
+        header = json.loads(lines[0])
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("call") != fingerprint:
+        return None
+    body = [line for line in lines[1:] if line.strip()]
+    try:  # one parse for the whole file: resuming a long map is then quick
+        parsed = json.loads(b"[" + b",".join(body) + b"]")
+        return {
+            int(d["i"]): CheckpointRecord(
+                int(d["i"]),
+                str(d["key"]),
+                bool(d["ok"]),
+                d.get("output"),
+                d.get("error"),
+                d.get("usage") or {},
+            )
+            for d in parsed
+        }
+    except (ValueError, KeyError, TypeError):
+        pass  # a torn or damaged line: read line by line, to say which
+    records: dict[int, CheckpointRecord] = {}
+    for number, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            record = CheckpointRecord(
+                index=int(data["i"]),
+                key=str(data["key"]),
+                ok=bool(data["ok"]),
+                output=data.get("output"),
+                error=data.get("error"),
+                usage=dict(data.get("usage") or {}),
+            )
+        except (ValueError, KeyError, TypeError):
+            if number == len(lines) or (number == len(lines) - 1 and not lines[-1].strip()):
+                warnings.warn(
+                    f"{path.name}: skipped a torn last line (a write cut short); that item runs again.",
+                    MapCheckpointWarning,
+                    stacklevel=4,
+                )
+                continue
+            raise UserError(
+                f"The checkpoint {path} is damaged at line {number}.",
+                hint="Move it aside to start the map afresh, or pass another checkpoint=PATH.",
+                code="checkpoint_damaged",
+            ) from None
+        records[record.index] = record
+    return records
