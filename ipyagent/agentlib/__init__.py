@@ -10,6 +10,7 @@ from . import endpoints, events  # noqa: F401
 from .agent import Agent
 from .budget import Budget
 from .compaction import CompactionResult
+from .delegation import Delegation
 from .deprecation import retired_names as _retired_names
 from .errors import (
     AgentError,
@@ -57,6 +58,7 @@ __all__ = [
     "CompactionResult",
     "ContextOverflowError",
     "ContextWindow",
+    "Delegation",
     "ErrorInfo",
     "HookError",
     "Hooks",

@@ -41,6 +41,7 @@ from .budget import Budget
 from .bus import EventBus, Listener, Subscription
 from .compaction import CompactionResult, compact_conversation
 from .conversation import Conversation
+from .delegation import DELEGATE, Delegation, delegate_tool
 from .errors import UserError
 from .events import AgentEvent, Decision
 from .hooks import Hooks, screener
@@ -110,6 +111,11 @@ class Agent:
             ``headers``), added to those of the config file and the workspace's ``.mcp.json``; an
             :class:`~ipyagent.agentlib.mcp_servers.McpServers` to share; ``False`` for none. Each
             server is enabled by the user once (see :mod:`ipyagent.agentlib.mcp_servers`).
+        delegate: Offer the model the ``delegate`` tool, which hands a task to a sub-agent with
+            some of this agent's tools, its restrictions, what is left of its budget and a
+            conversation of its own (saved beside this one's session): ``True``, or a
+            :class:`~ipyagent.agentlib.delegation.Delegation` to set how deep, how long and on
+            which models (see :mod:`ipyagent.agentlib.delegation`).
     """
 
     def __init__(
@@ -141,6 +147,7 @@ class Agent:
         conversation_budget: Budget | Mapping[str, Any] | str | None = None,
         redact_requests: bool | None = None,
         mcp: McpServers | Mapping[str, Any] | bool | None = None,
+        delegate: bool | Delegation = False,
     ) -> None:
         if max_turns < 1:
             raise UserError(
@@ -175,6 +182,7 @@ class Agent:
         self.tool_choice = tool_choice
         self.budget = budget  # the setter coerces a dict or a string
         self.conversation_budget = conversation_budget
+        self.delegate = delegate  # the setter checks it
         self._project: ProjectContext | None = None
         opened = (
             None if session is None else self._open_session(session, notebook=notebook, messages=messages)
@@ -243,6 +251,16 @@ class Agent:
     @conversation_budget.setter
     def conversation_budget(self, value: Budget | Mapping[str, Any] | str | None) -> None:
         self._conversation_budget = Budget.of(value)
+
+    @property
+    def delegate(self) -> Delegation | None:
+        """How the model may hand tasks to sub-agents (``None``: it may not); set ``True``,
+        ``False`` or a :class:`~ipyagent.agentlib.delegation.Delegation`."""
+        return self._delegation
+
+    @delegate.setter
+    def delegate(self, value: bool | Delegation | None) -> None:
+        self._delegation = Delegation.of(value)
 
     @property
     def tool_choice(self) -> ToolChoice | ToolChoicePolicy:
@@ -469,7 +487,7 @@ class Agent:
         try:
             while (event := await queue.get()) is not None:
                 yield event
-                if event.type in _TERMINAL:
+                if event.type in _TERMINAL and not event.via:  # a sub-agent's end is not this run's
                     break
             await task
         finally:
@@ -554,13 +572,16 @@ class Agent:
         return self._mcp
 
     def _tools_for_run(self) -> list[Tool]:
-        """The agent's tools, plus ``load_skill`` when the workspace has skills."""
-        if self.system is not None:
-            return list(self.tools)
-        loader = self.project_context.load_skill_tool()
-        if loader is None or any(t.name == loader.name for t in self.tools):
-            return list(self.tools)
-        return [*self.tools, loader]
+        """The agent's tools, plus ``load_skill`` when the workspace has skills and ``delegate``
+        when the agent may delegate."""
+        tools = list(self.tools)
+        if self.system is None:
+            loader = self.project_context.load_skill_tool()
+            if loader is not None and not any(t.name == loader.name for t in tools):
+                tools.append(loader)
+        if self._delegation is not None and not any(t.name == DELEGATE for t in tools):
+            tools.append(delegate_tool(self._delegation))
+        return tools
 
     def _refresh_project(self) -> None:
         self._project = None  # read AGENTS.md and the skills afresh at the start of each run
@@ -634,6 +655,7 @@ class Agent:
             "budget": self.budget,
             "conversation_budget": self.conversation_budget,
             "mcp": self._mcp if self._mcp is not None else False,
+            "delegate": self._delegation or False,
         }
 
     def _require_writable(self, what: str) -> None:

@@ -7,7 +7,7 @@
 import { createBlockView } from "./blocks.js";
 import { formatCost, formatInt, h, setData, setText } from "./dom.js";
 import { HistoryView, historyBlocks } from "./history.js";
-import { Store } from "./state.js";
+import { placements, Store } from "./state.js";
 
 /** How often `hello` is re-sent until the kernel acknowledges it (protocol: 500 ms). */
 const HELLO_INTERVAL_MS = 500;
@@ -226,8 +226,9 @@ export class AgentView {
         this.views.delete(id);
       }
     }
-    let prev = null;
-    for (const block of blocks) {
+    // A sub-agent's blocks go inside their delegate card (its `children` element), in order.
+    const last = new Map(); // container -> the element placed last in it
+    for (const [block, parentId] of placements(blocks)) {
       const id = String(block.id);
       let view = this.views.get(id);
       if (!view) {
@@ -236,9 +237,11 @@ export class AgentView {
         this.views.set(id, view);
         changedIds.add(id);
       }
-      const expected = prev ? prev.nextSibling : this.liveEl.firstChild;
-      if (expected !== view.el) this.liveEl.insertBefore(view.el, expected);
-      prev = view.el;
+      const container = (parentId !== null && this.views.get(parentId)?.children) || this.liveEl;
+      const prev = last.get(container);
+      const expected = prev ? prev.nextSibling : container.firstChild;
+      if (expected !== view.el) container.insertBefore(view.el, expected);
+      last.set(container, view.el);
     }
   }
 

@@ -98,6 +98,14 @@ EXAMPLES: list[AgentEvent] = [
     ev.AttachmentSent(label="notebook context", text="<notebook-context>\n…\n</notebook-context>", tokens=9),
     ev.CompactionStarted(reason="overflow", messages=40),
     ev.CompactionCompleted(dropped=30, summary="Earlier: setup.", fallback=True),
+    ev.SubagentStarted(
+        call_id="call_1",
+        task="Count the rows.",
+        tools=["read_file"],
+        model="m",
+        session="a.agent.delegate-1.jsonl",
+        via=("call_0",),
+    ),
 ]
 
 
