@@ -83,8 +83,9 @@ HELP = """\
   -y/--yes                 run tools that change things without asking
   --read-only              refuse every tool that changes something
   --tools LIST             tool groups python,notebook,files (default: all), shell (commands in
-                           the OS sandbox; only when named) and your own functions by name,
-                           e.g. --tools python,lookup_price
+                           the OS sandbox; only when named), delegate (hand tasks to sub-agents
+                           with some of these tools; only when named) and your own functions by
+                           name, e.g. --tools python,lookup_price
   --cells                  the agent's code runs as new cells of the notebook, not hidden in the run
   --max-turns N            model calls allowed in this run
   --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
@@ -162,7 +163,8 @@ class AgentMagics(Magics):
     @argument(
         "--tools",
         default=None,
-        help="Tool groups (python,notebook,files; shell when named) and your own functions' names.",
+        help="Tool groups (python,notebook,files; shell and delegate when named) and your own "
+        "functions' names.",
     )
     @argument(
         "--cells",
@@ -235,6 +237,8 @@ class AgentMagics(Magics):
         agent.settings = agent.settings.model_copy(update={"thinking": thinking})
         groups = [g.strip() for g in (args.tools or self.tools).split(",") if g.strip()]
         agent.tools = []
+        # A sub-agent's conversation is saved beside this one's (analysis.agent.delegate-1.jsonl).
+        agent.delegate = "delegate" in groups
         from .notebook_path import runs_headless
 
         open_sessions = [
