@@ -176,6 +176,8 @@ class TerminalRenderer:
             out.write(f"→ {self._labels.get(event.call_id, event.name)} {mark}\n")
             if event.is_error:
                 out.write(_indent(_preview(event.content)) + "\n")
+        elif isinstance(event, ev.SubagentStarted):  # its calls follow, indented, before its result
+            out.write(f"→ {self._labels.get(event.call_id, 'delegate')} …\n")
         elif isinstance(event, ev.RunWarning):
             print(f"ipyagent: {event.message}", file=sys.stderr)
         out.flush()
@@ -187,6 +189,8 @@ class TerminalRenderer:
         elif isinstance(event, ev.ToolResult):
             mark = "✗" if event.is_error else "✓"
             sys.stdout.write(f"{indent}→ {self._labels.get(event.call_id, event.name)} {mark}\n")
+        elif isinstance(event, ev.SubagentStarted):
+            sys.stdout.write(f"{indent}→ {self._labels.get(event.call_id, 'delegate')} …\n")
         elif isinstance(event, ev.RunWarning):
             print(f"ipyagent: (sub-agent) {event.message}", file=sys.stderr)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import Kernel, text_of
 
 SETUP = """
@@ -56,6 +57,17 @@ def test_a_cell_delegates_and_the_child_s_conversation_sits_beside_the_notebook(
         # A sub-agent's file is not a conversation of the notebook's own.
         _, outputs = kernel.run("%agent session list")
         assert "delegate-1" not in text_of(outputs)
+        # Without the widget, each finished block is an output: the card's sums its sub-agent up.
+        kernel.run("%config AgentMagics.widgets = False\n" + "m = ScriptedModel(m.turns[:4])")
+        reply, outputs = kernel.run("%%agent -m m --tools python,delegate --new\nWhat is sales?")
+        assert reply["status"] == "ok", reply
+        card = [o for o in outputs if "→ delegate(" in o.get("data", {}).get("text/plain", "")]
+        assert [o["data"]["text/plain"] for o in card] == [
+            '→ delegate(task="Describe `sales`.", tools=["describe_variable"]) ✓\n'
+            '  → describe_variable(name="sales") ✓'
+        ]
+        assert (jupyter_env / "analysis.agent.delegate-2.jsonl").exists()
+        kernel.run("%config AgentMagics.widgets = True")
         # Without `delegate` in --tools, nothing is delegated.
         kernel.run("m2 = ScriptedModel(['plain'])")
         kernel.run("%%agent -m m2 --tools python\nhello")
@@ -91,3 +103,33 @@ def test_a_sub_agent_asks_like_its_parent_headless_denied_and_with_yes_allowed(k
         "print('x' in dir(), 'can_write=False' in m.requests[2].messages[-1].tool_results[0].content)"
     )
     assert text_of(outputs).strip() == "False True"
+
+
+def test_a_terminal_shows_the_sub_agent_s_calls_indented(capsys: pytest.CaptureFixture[str]) -> None:
+    from ipyagent import Agent, tool
+    from ipyagent.kernel.render import TerminalRenderer
+    from ipyagent.testing import ScriptedModel, text, tool_call
+
+    @tool(read_only=True)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key.upper()
+
+    model = ScriptedModel(
+        [
+            [tool_call("delegate", {"task": "Look up a.", "tools": ["lookup"]})],
+            [text("Child text."), tool_call("lookup", {"key": "a"})],
+            "A",
+            "Parent: A.",
+        ]
+    )
+    agent = Agent(model=model, tools=[lookup], delegate=True)
+    renderer = TerminalRenderer()
+    agent.on("*", renderer.handle)
+    agent.run_sync("go")
+    assert capsys.readouterr().out == (
+        '→ delegate(task="Look up a.", tools=["lookup"]) …\n'
+        '  → lookup(key="a") ✓\n'
+        '→ delegate(task="Look up a.", tools=["lookup"]) ✓\n'
+        "Parent: A.\n"
+    )
