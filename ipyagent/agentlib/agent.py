@@ -480,7 +480,10 @@ class Agent:
         tool_choice: ToolChoice | ToolChoicePolicy | None = None,
         attachments: Sequence[Attachment] = (),
     ) -> AsyncIterator[AgentEvent]:
-        """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run."""
+        """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run.
+
+        A sub-agent's events come too, with ``event.via`` naming the delegate call (``()`` for
+        this agent's own); the stream ends with this agent's own ``run_finished`` (or failure)."""
         queue = self._bus.open_stream()
         task = asyncio.ensure_future(self.run(prompt, tool_choice=tool_choice, attachments=attachments))
         task.add_done_callback(lambda _: queue.put_nowait(None))
