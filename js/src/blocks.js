@@ -111,6 +111,8 @@ function toolBlock(block, ctx) {
   return {
     el,
     children,
+    /** Open the sub-agent's section: something in it waits for the user. */
+    reveal: () => setSubagentOpen(true, true),
     update(b) {
       const status = String(b.status ?? "running");
       const streaming = status === "streaming";
@@ -144,6 +146,13 @@ function toolBlock(block, ctx) {
       };
     },
   };
+}
+
+/** Whether a block waits for the user: a permission prompt, or a question not yet answered. */
+export function awaitsUser(block) {
+  if (!block || typeof block !== "object") return false;
+  if (block.kind === "tool") return Boolean(block.permission);
+  return block.kind === "question" && (block.answer === null || block.answer === undefined);
 }
 
 const SUBAGENT_STATUS_TEXT = {

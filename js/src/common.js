@@ -4,7 +4,7 @@
 // turns button clicks into actions. What a block looks like lives in blocks.js; the patch logic
 // in state.js; the chat's history (drawn in pages) in history.js; the chat's input box in chat.js.
 
-import { createBlockView } from "./blocks.js";
+import { awaitsUser, createBlockView } from "./blocks.js";
 import { formatCost, formatInt, h, setData, setText } from "./dom.js";
 import { HistoryView, historyBlocks } from "./history.js";
 import { placements, Store } from "./state.js";
@@ -167,6 +167,7 @@ export class AgentView {
       if (changes.structure) this.reconcile(changes.blocks);
       for (const id of new Set([...changes.blocks, ...this.dirty])) {
         this.updateBlock(id, changes.appended.get(id));
+        this.revealIfAwaited(id);
       }
       this.dirty.clear();
       this.renderRoot(state);
@@ -201,6 +202,19 @@ export class AgentView {
     } catch (err) {
       // One malformed block must not stop the rest of the transcript from rendering.
       console.error("[ipyagent] could not render block", block, err);
+    }
+  }
+
+  /** A sub-agent's prompt or question must be seen: open every delegate card around it, even
+   * one the user folded. */
+  revealIfAwaited(id) {
+    let block = this.store.block(id);
+    if (!awaitsUser(block)) return;
+    const seen = new Set();
+    while (block && block.parent != null && !seen.has(String(block.parent))) {
+      seen.add(String(block.parent));
+      this.views.get(String(block.parent))?.reveal?.();
+      block = this.store.block(block.parent);
     }
   }
 

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { subagentSummary, summarizeArgs } from "../src/blocks.js";
+import { awaitsUser, subagentSummary, summarizeArgs } from "../src/blocks.js";
 import { endsInRetryableError, usageText } from "../src/common.js";
 import { formatCost, formatDuration, formatInt } from "../src/dom.js";
 import { highlightHtml } from "../src/markdown.js";
@@ -57,6 +57,15 @@ describe("labels and footer", () => {
     assert.equal(subagentSummary({ status: "running", model: "", usage: null }), "Sub-agent · working…");
     assert.equal(subagentSummary({ status: "exhausted" }), "Sub-agent · stopped: limit reached");
     assert.equal(subagentSummary(null), "");
+  });
+
+  test("awaitsUser: a permission prompt or an unanswered question", () => {
+    assert.equal(awaitsUser({ kind: "tool", permission: true }), true);
+    assert.equal(awaitsUser({ kind: "tool", permission: false }), false);
+    assert.equal(awaitsUser({ kind: "question", answer: null }), true);
+    assert.equal(awaitsUser({ kind: "question", answer: "blue" }), false);
+    assert.equal(awaitsUser({ kind: "text" }), false);
+    assert.equal(awaitsUser(undefined), false);
   });
 
   test("formatting", () => {

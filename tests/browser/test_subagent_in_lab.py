@@ -10,11 +10,11 @@ from typing import Any
 from conftest import Lab, cell_running, open_notebook, run_all, screenshot, wait_cell_done, write_notebook
 
 SETUP = """
-from ipyagent.testing import ScriptedModel, text, tool_call
+from ipyagent.testing import ScriptedModel, pause, text, tool_call
 m = ScriptedModel([
     [text("Handing this to a sub-agent."),
      tool_call("delegate", {"task": "Set x to 42.", "tools": ["run_python", "list_variables"]})],
-    [text("Setting x."), tool_call("run_python", {"code": "x = 41 + 1"})],
+    [text("Setting x."), pause(3), tool_call("run_python", {"code": "x = 41 + 1"})],
     [tool_call("list_variables")],
     [text("x is 42 now.")],
     [text("Done: the sub-agent set x to 42.")],
@@ -45,7 +45,12 @@ def test_the_sub_agent_s_work_is_nested_answered_folded_and_kept(page: Any, lab:
     open_notebook(page, lab, name)
     run_all(page)
 
-    # The child's run_python asks in the nested card, while the cell runs; the card is open.
+    # The user folds the sub-agent's section while it works...
+    page.locator(f"{NESTED}[data-kind=text]").first.wait_for(timeout=60_000)
+    assert subagent_open(page)
+    page.locator(f"{CARD} > .ipyagent-subagent > summary").first.click()
+    assert not subagent_open(page)
+    # ...and its run_python's permission prompt opens it again: it waits for the user.
     allow = page.locator(f"{NESTED} button[data-action=allow]").first
     allow.wait_for(state="visible", timeout=60_000)
     screenshot(page, "subagent", "1-nested-permission")
