@@ -522,13 +522,14 @@ class Agent:
     def resolve_permission(self, call_id: str, decision: Decision, *, reason: str = "") -> bool:
         """Answer a ``permission_required`` event: ``"allow"``, ``"always"`` (this tool, for the
         rest of the conversation) or ``"deny"``. A ``reason`` given with a denial is what the
-        model reads instead of "the user declined". Returns False when nothing waits for that call."""
+        model reads instead of "the user declined". Returns False when nothing waits for that call.
+        A sub-agent's prompts (``event.via`` set) are answered here too."""
         if decision not in ("allow", "always", "deny"):
             raise UserError(f"Unknown decision {decision!r}.", hint="Use 'allow', 'always' or 'deny'.")
         return self._answers.resolve(f"permission:{call_id}", (decision, reason))
 
     def answer(self, question_id: str, answer: str | None) -> bool:
-        """Answer an ``ask_user_required`` event (``None`` declines to answer)."""
+        """Answer an ``ask_user_required`` event, a sub-agent's too (``None`` declines to answer)."""
         return self._answers.resolve(f"ask:{question_id}", answer)
 
     def on(self, event: str | type[BaseModel], listener: Listener) -> Subscription:

@@ -277,6 +277,8 @@ async def _run_child(
         # The parent was cancelled (or the call timed out): stop the child, let it tidy up.
         running.cancel()
         await asyncio.wait({running})
+        if running.cancelled():  # before its first step: it still says it ended
+            child.cancelled_before_start()
         raise
     finally:
         conversation.close()

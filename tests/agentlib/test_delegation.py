@@ -444,3 +444,16 @@ def test_bad_delegation_settings_say_what_to_pass() -> None:
         Delegation(max_depth=0)
     with pytest.raises(UserError, match="delegate=True"):
         Agent(delegate="yes")  # type: ignore[arg-type]
+
+
+async def test_a_child_cancelled_as_it_starts_ends_cancelled() -> None:
+    model = ScriptedModel([[delegate("x", ["lookup"])], "never", "never"])
+    agent = Agent(model=model, tools=[lookup], delegate=True)
+    seen = recorder(agent)
+    agent.on("subagent_started", lambda e: agent.cancel())
+    result = await agent.run("go")
+    assert result.status == "cancelled"
+    nested = [e.type for e in seen if e.via]
+    assert nested[0] == "run_started" and nested[-1] == "run_cancelled"
+    assert "run_finished" not in nested
+    assert_valid_transcript(agent.messages)
