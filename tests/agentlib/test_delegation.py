@@ -457,3 +457,22 @@ async def test_a_child_cancelled_as_it_starts_ends_cancelled() -> None:
     assert nested[0] == "run_started" and nested[-1] == "run_cancelled"
     assert "run_finished" not in nested
     assert_valid_transcript(agent.messages)
+
+
+async def test_a_delegating_run_records_and_replays_from_a_cassette(tmp_path: Path) -> None:
+    from ipyagent.testing import ReplayModel
+
+    cassette = tmp_path / "a.cassette.jsonl"
+    script = ScriptedModel(
+        [[delegate("Look up a.", ["lookup"])], [tool_call("lookup", {"key": "a"})], "A", "It is A."]
+    )
+    recorded = Agent(
+        model=ReplayModel(script, cassette=cassette, mode="record"), tools=[lookup], delegate=True
+    )
+    assert (await recorded.run("What is a?")).text == "It is A."
+    # Offline, with no model: the parent's and the child's requests are served in order.
+    replayed = Agent(model=ReplayModel(cassette=cassette), tools=[lookup], delegate=True)
+    seen = recorder(replayed)
+    result = await replayed.run("What is a?")
+    assert result.status == "completed" and result.text == "It is A."
+    assert [e.content for e in seen if isinstance(e, ev.ToolResult) and e.via] == ["A"]

@@ -133,3 +133,40 @@ def test_a_terminal_shows_the_sub_agent_s_calls_indented(capsys: pytest.CaptureF
         '→ delegate(task="Look up a.", tools=["lookup"]) ✓\n'
         "Parent: A.\n"
     )
+
+
+def test_a_delegating_cell_recorded_replays_in_a_kernel_with_no_model(jupyter_env: Path) -> None:
+    notebook = jupyter_env / "analysis.ipynb"
+    where = {"JPY_SESSION_NAME": str(notebook)}
+    cell = "%%agent --tools python,delegate -o res\nWhat is sales?"
+    summary = "print(res.status, repr(res.text), [r.content for m in res.messages for r in m.tool_results])"
+    recorder = Kernel(jupyter_env, env={**where, "IPYAGENT_REPLAY": "record"})
+    try:
+        recorder.run(
+            SETUP
+            + "sales = [3, 5]\n"
+            + "m = ScriptedModel([\n"
+            + "    [tool_call('delegate', {'task': 'Describe `sales`.', 'tools': ['describe_variable']})],\n"
+            + "    [tool_call('describe_variable', {'name': 'sales'})],\n"
+            + "    'a list of 2 ints', 'sales is a list of 2 ints.'])\n"
+            + "%agent model m"
+        )
+        reply, outputs = recorder.run(cell)
+        assert reply["status"] == "ok", text_of(outputs)
+        _, outputs = recorder.run(summary)
+        recorded = text_of(outputs).strip()
+        assert recorded == "completed 'sales is a list of 2 ints.' ['a list of 2 ints']"
+    finally:
+        recorder.close()
+    player = Kernel(jupyter_env, env={**where, "IPYAGENT_REPLAY": "replay"})
+    try:
+        player.run("%load_ext ipyagent\nsales = [3, 5]")  # no model, no key: only the cassette
+        reply, outputs = player.run(cell)
+        assert reply["status"] == "ok", text_of(outputs)
+        assert '  → describe_variable(name="sales") ✓' in text_of(outputs)
+        _, outputs = player.run(summary)
+        assert text_of(outputs).strip() == recorded
+        _, outputs = player.run("%agent cassette")
+        assert "(4 of 4 request(s) served)" in text_of(outputs)
+    finally:
+        player.close()
