@@ -128,8 +128,8 @@ class _NestedBus(EventBus):
         return bool(self._streams) or self.parent.has_stream
 
     def emit(self, event: AgentEvent) -> None:
-        # The parent's listeners first: the child's own (counting its usage as the parent's)
-        # then emit the parent's events, which come after the child's in every listener's view.
+        # The parent's listeners see the event first, then the child's own: the one that counts
+        # the child's usage as the parent's emits the parent's usage event after the child's.
         self.parent.emit(event.model_copy(update={"via": (self.call_id, *event.via)}))
         super().emit(event)
 
