@@ -145,6 +145,14 @@ class AgentMagics(Magics):
         False,
         help="The agent's code runs as new cells of the notebook (run_new_cell), not hidden in the run.",
     ).tag(config=True)
+    delegate_depth = Int(
+        1,
+        help="With --tools ...,delegate: levels of sub-agents below a cell's agent "
+        "(1: they delegate no further).",
+    ).tag(config=True)
+    delegate_max_turns = Int(
+        0, help="With --tools ...,delegate: model calls a sub-agent may make (0: the cell's --max-turns)."
+    ).tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
 
@@ -238,7 +246,14 @@ class AgentMagics(Magics):
         groups = [g.strip() for g in (args.tools or self.tools).split(",") if g.strip()]
         agent.tools = []
         # A sub-agent's conversation is saved beside this one's (analysis.agent.delegate-1.jsonl).
-        agent.delegate = "delegate" in groups
+        if "delegate" in groups:
+            from ..agentlib.delegation import Delegation
+
+            agent.delegate = Delegation(
+                max_depth=self.delegate_depth, max_turns=self.delegate_max_turns or None
+            )
+        else:
+            agent.delegate = False
         from .notebook_path import runs_headless
 
         open_sessions = [

@@ -68,6 +68,21 @@ def test_a_cell_delegates_and_the_child_s_conversation_sits_beside_the_notebook(
         ]
         assert (jupyter_env / "analysis.agent.delegate-2.jsonl").exists()
         kernel.run("%config AgentMagics.widgets = True")
+        # The kernel's settings for sub-agents: one more level, fewer turns.
+        kernel.run(
+            "%config AgentMagics.delegate_depth = 2\n%config AgentMagics.delegate_max_turns = 1\n"
+            "m3 = ScriptedModel([[tool_call('delegate', {'task': 'loop', "
+            "'tools': ['list_variables', 'delegate']})], [tool_call('list_variables')], 'never', 'ok'])"
+        )
+        kernel.run("%%agent -m m3 --tools python,delegate\nloop")
+        _, outputs = kernel.run(
+            "print(sorted(t.name for t in m3.requests[1].tools))\n"
+            "print(m3.requests[2].messages[-1].tool_results[0].content[:45])"
+        )
+        assert text_of(outputs).strip().splitlines() == [
+            "['delegate', 'list_variables']",
+            "The sub-agent stopped before it finished: Sto",
+        ]
         # Without `delegate` in --tools, nothing is delegated.
         kernel.run("m2 = ScriptedModel(['plain'])")
         kernel.run("%%agent -m m2 --tools python\nhello")
