@@ -107,9 +107,9 @@ class Delegation:
                 hint="For example Delegation(timeout=600).",
                 code="invalid_option",
             )
-        if isinstance(self.models, str):
-            object.__setattr__(self, "models", (self.models,))
-        object.__setattr__(self, "models", tuple(self.models))
+        # One model named alone is a list of one, not of its characters.
+        models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
+        object.__setattr__(self, "models", models)
 
     @classmethod
     def of(cls, value: bool | Delegation | None) -> Delegation | None:
