@@ -84,8 +84,9 @@ HELP = """\
   -y/--yes                 run tools that change things without asking
   --read-only              refuse every tool that changes something
   --tools LIST             tool groups python,notebook,files (default: all), shell (commands in
-                           the OS sandbox; only when named) and your own functions by name,
-                           e.g. --tools python,lookup_price
+                           the OS sandbox; only when named), delegate (hand tasks to sub-agents
+                           with some of these tools; only when named) and your own functions by
+                           name, e.g. --tools python,lookup_price
   --cells                  the agent's code runs as new cells of the notebook, not hidden in the run
   --max-turns N            model calls allowed in this run
   --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
@@ -149,6 +150,14 @@ class AgentMagics(Magics):
         False,
         help="The agent's code runs as new cells of the notebook (run_new_cell), not hidden in the run.",
     ).tag(config=True)
+    delegate_depth = Int(
+        1,
+        help="With --tools ...,delegate: levels of sub-agents below a cell's agent "
+        "(1: they delegate no further).",
+    ).tag(config=True)
+    delegate_max_turns = Int(
+        0, help="With --tools ...,delegate: model calls a sub-agent may make (0: the cell's --max-turns)."
+    ).tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
 
@@ -167,7 +176,8 @@ class AgentMagics(Magics):
     @argument(
         "--tools",
         default=None,
-        help="Tool groups (python,notebook,files; shell when named) and your own functions' names.",
+        help="Tool groups (python,notebook,files; shell and delegate when named) and your own "
+        "functions' names.",
     )
     @argument(
         "--cells",
@@ -280,6 +290,15 @@ class AgentMagics(Magics):
         agent.settings = agent.settings.model_copy(update={"thinking": thinking})
         groups = [g.strip() for g in (args.tools or self.tools).split(",") if g.strip()]
         agent.tools = []
+        # A sub-agent's conversation is saved beside this one's (analysis.agent.delegate-1.jsonl).
+        if "delegate" in groups:
+            from ..agentlib.delegation import Delegation
+
+            agent.delegate = Delegation(
+                max_depth=self.delegate_depth, max_turns=self.delegate_max_turns or None
+            )
+        else:
+            agent.delegate = False
         from .notebook_path import runs_headless
 
         open_sessions = [
