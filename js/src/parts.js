@@ -20,13 +20,14 @@
 // A paragraph or a table cannot be split without showing it: a part of a paragraph starts a new
 // line, and tables in parts cannot size their columns by all their rows. So these are split while
 // they stream, and joined again (`unsplit`) when they are complete, once, if the browser can lay
-// the whole out in one go (in some 40 ms: up to PARA_JOIN characters, TABLE_JOIN rows):
+// the whole out in one task of under 50 ms (up to PARA_JOIN characters, TABLE_JOIN rows: measured
+// by bench/browser_join.py, see docs/widget-protocol.md):
 //   p      past PARA_WHOLE characters, parts end after a sentence (". ", "! ", "? "), once they
 //          hold PARA_PART characters;
 //   table  a table goes on in another table past TABLE_ROWS rows, with column widths that the
 //          first rows suggest.
 // Rendered at once, a paragraph or table is split only past those sizes, so the page ends up the
-// same either way. Past them (a paragraph of 256 KB, a table of 300 rows) the parts show: a line
+// same either way. Past them (a paragraph of 128 KB, a table of 300 rows) the parts show: a line
 // break every PARA_PART characters, column widths from the first rows.
 //
 // Small blocks stay exactly as marked renders them. Only top-level text is ever cut, so a
@@ -42,7 +43,7 @@ export const PARA_WHOLE = 65536;
 export const LIST_PART = 4096;
 export const TABLE_ROWS = 50;
 /** The largest paragraph and table joined again when complete (see above). */
-export const PARA_JOIN = 262144;
+export const PARA_JOIN = 131072;
 export const TABLE_JOIN = 300;
 export const SHELF = 32;
 

@@ -167,12 +167,13 @@ def bullets(rng: random.Random) -> str:
 
 
 def paragraph(rng: random.Random) -> str:
-    return " ".join(_sentence(rng, n) for n in range(3000)) + "\n\nAfter."
+    """Past the size a paragraph streams in parts at (64 KB), short of the one it is joined at."""
+    return " ".join(_sentence(rng, n) for n in range(1500)) + "\n\nAfter."
 
 
 def big_paragraph(rng: random.Random) -> str:
-    """Past the size a paragraph is joined again at (parts.js PARA_JOIN, 256 KB)."""
-    return " ".join(_sentence(rng, n) for n in range(5000)) + "\n\nAfter."
+    """Past the size a paragraph is joined again at (parts.js PARA_JOIN, 128 KB)."""
+    return " ".join(_sentence(rng, n) for n in range(3500)) + "\n\nAfter."
 
 
 def mix(rng: random.Random) -> str:
