@@ -7,10 +7,11 @@
 // item as `<li>` + its content + `</li>\n` (a tight list's item with its paragraphs as bare
 // text: markdown.js itemBodyHtml), so the pieces join into what rendering the whole gives.
 //
-// What the content cannot be read from line by line falls back to the region rendered as text
-// (stream.js `fallback`), once: a quote's lazy continuation line (text without the marker that
-// goes on with the quote's paragraph), a tab right after a quote's marker (expanded to a tab
-// stop), an item's line indented less than its content.
+// What cannot be read line by line is rendered whole as it grows instead (correct, not linear),
+// once: a quote with a lazy continuation line (text without the marker that goes on with the
+// quote's paragraph) or a tab right after a marker (expanded to a tab stop) falls back to the
+// region rendered as text (stream.js `fallback`); an item with a line indented less than its
+// content, a tab in its indentation or a task's checkbox, to the item rendered whole.
 
 import { itemBodyHtml, lexBlocks } from "./markdown.js";
 
@@ -31,10 +32,10 @@ function quoteMarker(line, complete) {
 /**
  * Hands a container's content to its nested stream: each line without the container's marker
  * (`marker(line, complete)` says how many characters at the start of a line are marker: null if
- * the line cannot be read so, undefined if what has come of it does not tell yet), the open line as far
- * as it has come (a long paragraph is one long line), and what an update brought as one piece.
- * The newline after the last line is handed over only once another line follows: the content
- * ends without it, as marked takes it.
+ * the line cannot be read so, undefined if what has come of it does not tell yet), the open
+ * line as far as it has come (a long paragraph is one long line), and what an update brought as
+ * one piece. The newline after the last line is handed over only once another line follows: the
+ * content ends without it, as marked takes it.
  */
 class Feeder {
   constructor(inner, marker) {

@@ -214,8 +214,8 @@ export class ListRegion {
 
   show() {
     const s = this.s;
-    if (!this.body && !this.bodyFails && s.text.length - this.itemStart > SMALL) this.#startBody();
     if (this.itemLoose && !this.loose) this.#turnLoose();
+    if (!this.body && !this.bodyFails && s.text.length - this.itemStart > SMALL) this.#startBody();
     if (this.body) {
       this.body.show();
       return;

@@ -231,7 +231,7 @@ Object.assign(SHAPES, {
   bigItemCode: `- Here:\n${indented(bigCode)}\n- next\n- and\n${indented(bigCode)}\n  after\n`,
   bigItemLoose: `1. Intro:\n\n${indented(bigCode, "   ")}\n\n   Then text.\n2. two\n`,
   bigItemTurnsLoose: `- a\n${indented(bigCode)}\n\n- b\n- c\n`,
-  bigItemTable: `- rows:\n\n${indented(SHAPES.table.replace(/\n\n/, `\n${"| a | b | c |\n".repeat(80)}\n`))}- next\n`,
+  bigItemTable: `- rows:\n\n${indented(SHAPES.table.replace(/\n\n/, `\n${"| a | b |\n".repeat(90)}\n`))}-\n`,
   bigItemParagraph: `- ${sentences(60, "\n  ")}\n- next\n`,
   bigItemLazy: `- start\n${indented(bigCode.slice(0, 3000))}\nlazy line\n  more\n  \`\`\`\n- next\n`,
   bigItemNested: `- outer\n  - inner\n${indented(bigCode, "    ")}\n  - inner two\n- outer two\n`,
