@@ -78,7 +78,7 @@ from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_too
 from .tool_sources import SourceContext, ToolSource, gather_tools
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
-from .vision import accepts_images, has_images, remember_no_images, without_images
+from .vision import accepts_images, has_images, images_rejected, without_images
 
 __all__ = ["AgentRun", "RunConfig"]
 
@@ -369,7 +369,9 @@ class AgentRun:
         if overflow:  # make room, then send the turn again (once: the run compacts once)
             await self._compact("overflow")
             return True
-        if self._images_rejected(exc):  # send the figures' descriptions instead, at once
+        rejected = images_rejected(exc, self.provider.model_id, self.conversation.messages)
+        if rejected is not None:  # send the figures' descriptions instead, at once
+            self._emit(rejected)
             return True
         if delay is not None:
             self._emit(
@@ -381,27 +383,6 @@ class AgentRun:
                 )
             )
         return False
-
-    def _images_rejected(self, exc: AgentError) -> bool:
-        """Whether the provider refused the images of the request (a model wrongly taken for a
-        vision model): then it gets descriptions only, for the rest of the process."""
-        model_id = self.provider.model_id
-        status = exc.info.status_code
-        if status not in (400, 415, 422) or "image" not in exc.info.message.lower():
-            return False
-        if not accepts_images(model_id) or not has_images(self.conversation.messages):
-            return False
-        remember_no_images(model_id)
-        self._emit(
-            RunWarning(
-                code="images_rejected",
-                message=f"{model_id} did not accept an image; the figures' descriptions were sent instead.",
-                hint='If the model does accept images, say so in ~/.config/ipyagent/config.toml: [vision] "'
-                + model_id
-                + '" = true.',
-            )
-        )
-        return True
 
     async def _build_request(self) -> ModelRequest:
         config = self.config

@@ -21,10 +21,11 @@ import re
 from collections.abc import Mapping, Sequence
 
 from .config_file import config_path, read_config
-from .errors import UserError
+from .errors import AgentError, UserError
+from .events import RunWarning
 from .messages import Message, ToolResultBlock
 
-__all__ = ["accepts_images", "has_images", "remember_no_images", "without_images"]
+__all__ = ["accepts_images", "has_images", "images_rejected", "remember_no_images", "without_images"]
 
 # Model names (the part after the endpoint) of known vision models.
 _VISION = re.compile(
@@ -53,6 +54,24 @@ def accepts_images(model_id: str) -> bool:
 def remember_no_images(model_id: str) -> None:
     """``model_id`` rejected an image: send it descriptions only from now on."""
     _rejected.add(model_id)
+
+
+def images_rejected(exc: AgentError, model_id: str, messages: Sequence[Message]) -> RunWarning | None:
+    """Whether ``exc`` is the provider refusing the images of a request (a model wrongly taken
+    for a vision model): then the model is remembered as one that takes descriptions only, for
+    the rest of the process, and the warning to tell the user is returned."""
+    status = exc.info.status_code
+    if status not in (400, 415, 422) or "image" not in exc.info.message.lower():
+        return None
+    if not accepts_images(model_id) or not has_images(messages):
+        return None
+    remember_no_images(model_id)
+    return RunWarning(
+        code="images_rejected",
+        message=f"{model_id} did not accept an image; the figures' descriptions were sent instead.",
+        hint="If the model does accept images, say so in ~/.config/ipyagent/config.toml: "
+        f'[vision] "{model_id}" = true.',
+    )
 
 
 def has_images(messages: Sequence[Message]) -> bool:
