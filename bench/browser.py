@@ -6,7 +6,8 @@ or --static's) with a stand-in for the anywidget model and gives it what the ker
 Section "stream" (the run view). The page feeds the `patches` messages the kernel sends
 (docs/widget-protocol.md): an `add` of a streaming text block, one `append` every 50 ms (the
 kernel's batching interval) at a steady rate, then `set streaming=false` and the final status.
-For each shape (code block, table, list, one long paragraph, a mix) and size: the main-thread time
+For each shape (code block, table, list, one long paragraph, a mix; and nested: a code block in a
+list item, a table and a paragraph in a quote) and size: the main-thread time
 (Chromium's TaskDuration from CDP ``Performance.getMetrics``: script, style, layout, paint and the
 rest; and script, style and layout on their own) as a share of the wall time and per KB streamed,
 the longest task (PerformanceObserver ``longtask``, which only sees tasks over 50 ms), the longest
@@ -263,12 +264,38 @@ def mix(size: int, rng: random.Random) -> str:
     return out
 
 
+def _indented(text: str, prefix: str, first: str | None = None) -> str:
+    """``text`` with every line after ``prefix`` (the first after ``first``, if given)."""
+    lines = text.rstrip("\n").split("\n")
+    head = prefix if first is None else first
+    rest = [prefix + line if line else prefix.rstrip() for line in lines[1:]]
+    return "\n".join([head + lines[0], *rest]) + "\n"
+
+
+def item_code(size: int, rng: random.Random) -> str:
+    """A list whose second item holds a long code block (indented under the item)."""
+    return "- First, the data.\n" + _indented(code(size, rng), "  ", "- ")
+
+
+def quote_table(size: int, rng: random.Random) -> str:
+    """A long table inside a blockquote."""
+    return _indented(table(size, rng), "> ")
+
+
+def quote_paragraph(size: int, rng: random.Random) -> str:
+    """One long paragraph inside a blockquote (one line, as a model writes it)."""
+    return _indented(paragraph(size, rng), "> ")
+
+
 SHAPES: dict[str, Callable[[int, random.Random], str]] = {
     "code": code,
     "table": table,
     "list": bullets,
     "paragraph": paragraph,
     "mix": mix,
+    "item-code": item_code,
+    "quote-table": quote_table,
+    "quote-paragraph": quote_paragraph,
 }
 
 # -- the run view, streaming -----------------------------------------------------------------------

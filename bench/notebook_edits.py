@@ -11,7 +11,10 @@ is busy, through the comm's subshell on ipykernel 7):
   (p50 / p95 over --edits edits, all of one run, on a cell in the middle of the notebook);
 - undo_edit ms: ``undo_edit`` of one of those edits, in reverse order (p50 / p95 over --edits);
 - undo_run ms: the same --edits edits made again as one run, then ``undo_run`` of that run:
-  one measure of putting back a whole run.
+  one measure of putting back a whole run;
+- run_cell ms: ``run_cell``'s path (the cell's code on the main thread, its outputs streamed to
+  the page as ``cell_outputs`` notices, its count and history), against the same code run by
+  IPython's own ``run_cell`` in the kernel (outputs captured, not sent): p50 over --edits runs.
 
 Prints a table, writes bench/results/notebook_edits.json. Needs Debian's chromium and Playwright.
 The machine's load shows in the numbers: compare runs on the same machine only.
@@ -56,11 +59,26 @@ start = time.perf_counter()
 answer = live.undo_run("bench-run")
 run_ms = (time.perf_counter() - start) * 1000
 assert len(answer.undone) == 1 and not answer.kept, answer
-print(json.dumps({"edit": edit_ms, "undo_edit": undo_ms, "undo_run": run_ms}))
+from IPython.utils.capture import capture_output
+state = kernel_state(get_ipython())
+code = "y = sum(range(1000))\\nprint(y)"
+cell_ms, direct_ms = [], []
+for i in range(%(edits)d):
+    start = time.perf_counter()
+    future = state.loop.submit(state.cells.run(%(runs)r, code, send=live.notify_cell_outputs, timeout=60))
+    assert "[stdout]\\n499500" in state.main.serve_until(future).text
+    cell_ms.append((time.perf_counter() - start) * 1000)
+    start = time.perf_counter()
+    with capture_output():
+        get_ipython().run_cell(code, store_history=False)
+    direct_ms.append((time.perf_counter() - start) * 1000)
+times = {"edit": edit_ms, "undo_edit": undo_ms, "undo_run": run_ms, "run_cell": cell_ms}
+print(json.dumps({**times, "direct": direct_ms}))
 """
 
 COLUMNS = [
     "cells", "edit p50 ms", "edit p95 ms", "undo_edit p50 ms", "undo_edit p95 ms", "undo_run ms",
+    "run_cell p50 ms", "same code direct p50 ms",
 ]  # fmt: skip
 
 
@@ -75,7 +93,7 @@ def notebook(path: Path, cells: int, edits: int) -> str:
     target.source = "x = 0"
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext ipyagent"),
-        nbformat.v4.new_code_cell(MEASURE % {"target": target.id, "edits": edits}),
+        nbformat.v4.new_code_cell(MEASURE % {"target": target.id, "edits": edits, "runs": filler[0].id}),
         *filler,
     ]
     nbformat.write(nb, str(path))
@@ -106,13 +124,15 @@ def main() -> None:
                     printed = run_cell_and_wait(page, 1)
                     try:
                         result = json.loads(printed)
-                    except json.JSONDecodeError:
+                        result["edit"]
+                    except (json.JSONDecodeError, KeyError, TypeError):
                         raise SystemExit(f"the measuring cell failed:\n{printed}") from None
                     runs[size] = result
                     edit, undo = result["edit"], result["undo_edit"]
                     rows.append(
                         [size, percentile(edit, 50), percentile(edit, 95), percentile(undo, 50),
-                         percentile(undo, 95), result["undo_run"]]
+                         percentile(undo, 95), result["undo_run"], percentile(result["run_cell"], 50),
+                         percentile(result["direct"], 50)]
                     )  # fmt: skip
                     page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
                     page.close()

@@ -11,6 +11,7 @@ from .agent import Agent
 from .budget import Budget
 from .checkpoint import MapCheckpointWarning
 from .compaction import CompactionResult
+from .delegation import Delegation
 from .deprecation import retired_names as _retired_names
 from .errors import (
     AgentError,
@@ -62,6 +63,7 @@ __all__ = [
     "ContextOverflowError",
     "ContextWindow",
     "DaskExecutor",
+    "Delegation",
     "ErrorInfo",
     "HookError",
     "Hooks",

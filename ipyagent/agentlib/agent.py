@@ -41,6 +41,7 @@ from .budget import Budget
 from .bus import EventBus, Listener, Subscription
 from .compaction import CompactionResult, compact_conversation
 from .conversation import Conversation
+from .delegation import DELEGATE, Delegation, delegate_tool
 from .errors import UserError
 from .events import AgentEvent, Decision, MapProgress
 from .hooks import Hooks, screener
@@ -112,6 +113,11 @@ class Agent:
             ``headers``), added to those of the config file and the workspace's ``.mcp.json``; an
             :class:`~ipyagent.agentlib.mcp_servers.McpServers` to share; ``False`` for none. Each
             server is enabled by the user once (see :mod:`ipyagent.agentlib.mcp_servers`).
+        delegate: Offer the model the ``delegate`` tool, which hands a task to a sub-agent with
+            some of this agent's tools, its restrictions, what is left of its budget and a
+            conversation of its own (saved beside this one's session): ``True``, or a
+            :class:`~ipyagent.agentlib.delegation.Delegation` to set how deep, how long and on
+            which models (see :mod:`ipyagent.agentlib.delegation`).
     """
 
     def __init__(
@@ -143,6 +149,7 @@ class Agent:
         conversation_budget: Budget | Mapping[str, Any] | str | None = None,
         redact_requests: bool | None = None,
         mcp: McpServers | Mapping[str, Any] | bool | None = None,
+        delegate: bool | Delegation = False,
     ) -> None:
         if max_turns < 1:
             raise UserError(
@@ -177,6 +184,7 @@ class Agent:
         self.tool_choice = tool_choice
         self.budget = budget  # the setter coerces a dict or a string
         self.conversation_budget = conversation_budget
+        self.delegate = delegate  # the setter checks it
         self._project: ProjectContext | None = None
         opened = (
             None if session is None else self._open_session(session, notebook=notebook, messages=messages)
@@ -245,6 +253,16 @@ class Agent:
     @conversation_budget.setter
     def conversation_budget(self, value: Budget | Mapping[str, Any] | str | None) -> None:
         self._conversation_budget = Budget.of(value)
+
+    @property
+    def delegate(self) -> Delegation | None:
+        """How the model may hand tasks to sub-agents (``None``: it may not); set ``True``,
+        ``False`` or a :class:`~ipyagent.agentlib.delegation.Delegation`."""
+        return self._delegation
+
+    @delegate.setter
+    def delegate(self, value: bool | Delegation | None) -> None:
+        self._delegation = Delegation.of(value)
 
     @property
     def tool_choice(self) -> ToolChoice | ToolChoicePolicy:
@@ -535,7 +553,10 @@ class Agent:
         output_type: Any = None,
         output_retries: int = 2,
     ) -> AsyncIterator[AgentEvent]:
-        """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run."""
+        """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run.
+
+        A sub-agent's events come too, with ``event.via`` naming the delegate call (``()`` for
+        this agent's own); the stream ends with this agent's own ``run_finished`` (or failure)."""
         queue = self._bus.open_stream()
         run = self.run(
             prompt,
@@ -549,7 +570,7 @@ class Agent:
         try:
             while (event := await queue.get()) is not None:
                 yield event
-                if event.type in _TERMINAL:
+                if event.type in _TERMINAL and not event.via:  # a sub-agent's end is not this run's
                     break
             await task
         finally:
@@ -581,13 +602,14 @@ class Agent:
     def resolve_permission(self, call_id: str, decision: Decision, *, reason: str = "") -> bool:
         """Answer a ``permission_required`` event: ``"allow"``, ``"always"`` (this tool, for the
         rest of the conversation) or ``"deny"``. A ``reason`` given with a denial is what the
-        model reads instead of "the user declined". Returns False when nothing waits for that call."""
+        model reads instead of "the user declined". Returns False when nothing waits for that call.
+        A sub-agent's prompts (``event.via`` set) are answered here too."""
         if decision not in ("allow", "always", "deny"):
             raise UserError(f"Unknown decision {decision!r}.", hint="Use 'allow', 'always' or 'deny'.")
         return self._answers.resolve(f"permission:{call_id}", (decision, reason))
 
     def answer(self, question_id: str, answer: str | None) -> bool:
-        """Answer an ``ask_user_required`` event (``None`` declines to answer)."""
+        """Answer an ``ask_user_required`` event, a sub-agent's too (``None`` declines to answer)."""
         return self._answers.resolve(f"ask:{question_id}", answer)
 
     def on(self, event: str | type[BaseModel], listener: Listener) -> Subscription:
@@ -648,13 +670,16 @@ class Agent:
         return self._mcp
 
     def _tools_for_run(self) -> list[Tool]:
-        """The agent's tools, plus ``load_skill`` when the workspace has skills."""
-        if self.system is not None:
-            return list(self.tools)
-        loader = self.project_context.load_skill_tool()
-        if loader is None or any(t.name == loader.name for t in self.tools):
-            return list(self.tools)
-        return [*self.tools, loader]
+        """The agent's tools, plus ``load_skill`` when the workspace has skills and ``delegate``
+        when the agent may delegate."""
+        tools = list(self.tools)
+        if self.system is None:
+            loader = self.project_context.load_skill_tool()
+            if loader is not None and not any(t.name == loader.name for t in tools):
+                tools.append(loader)
+        if self._delegation is not None and not any(t.name == DELEGATE for t in tools):
+            tools.append(delegate_tool(self._delegation))
+        return tools
 
     def _refresh_project(self) -> None:
         self._project = None  # read AGENTS.md and the skills afresh at the start of each run
@@ -728,6 +753,7 @@ class Agent:
             "budget": self.budget,
             "conversation_budget": self.conversation_budget,
             "mcp": self._mcp if self._mcp is not None else False,
+            "delegate": self._delegation or False,
         }
 
     def _require_writable(self, what: str) -> None:

@@ -248,6 +248,34 @@ class Spending:
         ]
         return max(1, min(caps)) if caps else None
 
+    def left(self, run: Usage, conversation: Usage) -> Budget | None:
+        """What is left of every cap, as one budget (``None`` when nothing is capped): a
+        sub-agent's run may spend no more. Call it once :meth:`before_request` found nothing
+        spent; a cap with nothing left gives the least a budget can hold."""
+        seconds = self.elapsed
+        tokens: list[float] = []
+        cost: list[float] = []
+        time_left: list[float] = []
+        for budget, usage, earlier in (
+            (self.budget, run, 0.0),
+            (self.conversation_budget, conversation, self._earlier),
+        ):
+            if budget is None:
+                continue
+            if budget.tokens is not None:
+                tokens.append(budget.tokens - spent_tokens(usage))
+            if budget.cost is not None:
+                cost.append(budget.cost - (usage.cost or 0.0))
+            if budget.seconds is not None:
+                time_left.append(budget.seconds - earlier - seconds)
+        if not (tokens or cost or time_left):
+            return None
+        return Budget(
+            tokens=max(1, int(min(tokens))) if tokens else None,
+            cost=max(1e-9, min(cost)) if cost else None,
+            seconds=max(1e-3, min(time_left)) if time_left else None,
+        )
+
     def readout(self, run: Usage) -> str | None:
         """What the run has spent of each of its caps, for a meter: "12,400 / 50,000 tokens ·
         $0.21 / $0.50 · 40 s / 300 s"; None without a run budget."""

@@ -3,6 +3,10 @@
 Emitting is synchronous and cheap — it sits on the per-token path. A listener that raises is
 logged and skipped (a broken display must not break the run); an async listener is scheduled
 as a task on the running loop.
+
+A sub-agent's run gets a bus of its own, :meth:`EventBus.nested`: what it emits goes on to the
+parent's bus marked with the delegate call it came through (``event.via``), and whoever can
+answer the parent's questions (a listener by name, a stream) answers the child's.
 """
 
 from __future__ import annotations
@@ -82,6 +86,11 @@ class EventBus:
         if queue in self._streams:
             self._streams.remove(queue)
 
+    def nested(self, call_id: str) -> EventBus:
+        """A bus for the sub-agent that the call ``call_id`` starts: its events reach this bus
+        with ``call_id`` put before their ``via``; its questions are answerable when this bus's are."""
+        return _NestedBus(self, call_id)
+
     def emit(self, event: AgentEvent) -> None:
         for queue in self._streams:
             queue.put_nowait(event)
@@ -103,6 +112,26 @@ class EventBus:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("ipyagent: an async listener raised", exc_info=task.exception())
+
+
+class _NestedBus(EventBus):
+    def __init__(self, parent: EventBus, call_id: str) -> None:
+        super().__init__()
+        self.parent = parent
+        self.call_id = call_id
+
+    def has_listener(self, event_type: str) -> bool:
+        return super().has_listener(event_type) or self.parent.has_listener(event_type)
+
+    @property
+    def has_stream(self) -> bool:
+        return bool(self._streams) or self.parent.has_stream
+
+    def emit(self, event: AgentEvent) -> None:
+        # The parent's listeners see the event first, then the child's own: the one that counts
+        # the child's usage as the parent's emits the parent's usage event after the child's.
+        self.parent.emit(event.model_copy(update={"via": (self.call_id, *event.via)}))
+        super().emit(event)
 
 
 def _key(event: str | type[BaseModel]) -> str:

@@ -179,6 +179,11 @@ class Conversation:
         if {k: current.get(k) for k in SETTINGS_KEYS} != {k: recorded.get(k) for k in SETTINGS_KEYS}:
             self._write(lambda s: s.append_settings(current))
 
+    def record_subagent(self, call_id: str, child: Session) -> None:
+        """Record that the call ``call_id`` delegated to a sub-agent whose conversation is saved
+        in ``child`` (a file beside this one)."""
+        self._write(lambda s: s.append_subagent(call_id=call_id, session=child.id, file=child.path.name))
+
     def close(self) -> None:
         """Close the session file (releasing its lock)."""
         if self._session is not None:

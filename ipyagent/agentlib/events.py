@@ -16,6 +16,13 @@ Order within a run::
       message_committed (the tool results)
       ...
     run_finished | run_failed | run_cancelled
+
+A run that delegates (the ``delegate`` tool, :mod:`~ipyagent.agentlib.delegation`) announces
+the child with ``subagent_started``; the child run's own events then follow on the parent's bus
+as they happen, each with ``via`` naming the delegate call it came through (outermost first),
+so a listener tells them apart from the parent's: ``event.via == ()`` is the agent's own run.
+A child's ``permission_required`` and ``ask_user_required`` are answered like the parent's,
+with ``agent.resolve_permission(call_id, ...)`` and ``agent.answer(question_id, ...)``.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "RunWarning",
+    "SubagentStarted",
     "TextDelta",
     "TextEnd",
     "TextStart",
@@ -74,6 +82,10 @@ Decision = Literal["allow", "always", "deny"]
 
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
+
+    #: The delegate calls this event came through, outermost first: ``()`` for the agent's own
+    #: run, ``("call_1",)`` for the run of the sub-agent that call ``call_1`` started, and so on.
+    via: tuple[str, ...] = ()
 
 
 # -- run lifecycle -------------------------------------------------------------------------------
@@ -269,6 +281,19 @@ class BlockedByPolicy(_Event):
     tool: str | None = None
 
 
+class SubagentStarted(_Event):
+    """The ``delegate`` call ``call_id`` handed ``task`` to a sub-agent, with ``tools``, on
+    ``model``; its conversation is saved in the file named ``session`` (beside the parent's), or
+    nowhere (``None``). The sub-agent's events follow with ``via`` ending in ``call_id``."""
+
+    type: Literal["subagent_started"] = "subagent_started"
+    call_id: str
+    task: str
+    tools: list[str] = []
+    model: str
+    session: str | None = None
+
+
 # -- bookkeeping ---------------------------------------------------------------------------------
 
 
@@ -398,6 +423,7 @@ AgentEvent: TypeAlias = Annotated[
     | AskUserRequired
     | AskUserAnswered
     | BlockedByPolicy
+    | SubagentStarted
     | RunWarning
     | UsageUpdated
     | MessageCommitted

@@ -21,7 +21,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -67,6 +67,7 @@ from .hooks import (
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
 from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec, open_stream
 from .output import AnswerCheck, OutputSpec
+from .parent_run import ParentRun, either
 from .parts import PartsAssembler
 from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
@@ -128,6 +129,8 @@ class RunConfig:
     #: answered with its problems before the run fails.
     output: OutputSpec | None = None
     output_retries: int = 2
+    #: How many delegations deep this run is: 0 for an agent's own run, 1 for its sub-agent's.
+    depth: int = 0
 
 
 class AgentRun:
@@ -157,6 +160,7 @@ class AgentRun:
         answers: PendingAnswers | None = None,
         inbox: Inbox | None = None,
         always_allowed: set[str] | None = None,
+        reserved_ids: Container[str] = (),
     ) -> None:
         self.conversation = conversation
         self.config = config
@@ -167,6 +171,8 @@ class AgentRun:
         self.answers = answers if answers is not None else PendingAnswers()
         self.inbox = inbox if inbox is not None else Inbox()
         self.always_allowed = always_allowed if always_allowed is not None else set()
+        #: Tool-call ids the model may not reuse: the conversation's, and a parent run's.
+        self.taken_ids = either(conversation.call_ids, reserved_ids)
         self.run_id = new_id("run")
         self.turn = 0
         self.usage = Usage()
@@ -322,7 +328,7 @@ class AgentRun:
         request = await self._build_request()
         self._emit(RequestStarted(turn=self.turn, attempt=attempt, model=self.provider.model_id))
         started = time.monotonic()
-        assembler = self._assembler = PartsAssembler(taken_ids=self.conversation.call_ids)
+        assembler = self._assembler = PartsAssembler(taken_ids=self.taken_ids)
         try:
             async with open_stream(self.provider, request) as stream:
                 async for chunk in stream:
@@ -607,7 +613,8 @@ class AgentRun:
 
     async def _invoke(self, call: ToolCallBlock, tool: Tool, kwargs: dict[str, Any]) -> ToolOutput:
         self._emit(ToolExecuting(call_id=call.id, name=call.name, arguments=_jsonable(kwargs)))
-        context = RunContext(run_id=self.run_id, call_id=call.id, tool_name=call.name, _ask=self._ask_user)
+        lend = lambda: ParentRun.of(self, call.id)  # noqa: E731 - what a delegate call starts a child with
+        context = RunContext(self.run_id, call.id, call.name, _ask=self._ask_user, _parent=lend)
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         started = time.monotonic()
         try:
@@ -619,6 +626,18 @@ class AgentRun:
         except Exception as exc:
             return _error(f"`{call.name}` raised {type(exc).__name__}: {exc}")
         return to_output(value)
+
+    def count_usage(self, usage: Usage) -> None:
+        """Count usage spent on this run's behalf elsewhere (a sub-agent's requests): against
+        its budget, in its conversation's usage and session, and in a ``usage_updated`` event."""
+        self.usage = self.usage + usage
+        self.conversation.add_usage(usage)
+        messages, limit = self.conversation.messages, self.provider.context_limit
+        context = self.conversation.context or ContextWindow(
+            used=estimate_tokens(self.config.system, messages), limit=limit
+        )
+        budget = self.spending.readout(self.usage)
+        self._emit(UsageUpdated(request=usage, total=self.conversation.usage, context=context, budget=budget))
 
     def _is_repeat(self, name: str, arguments: dict[str, Any]) -> bool:
         signature = (name, json.dumps(arguments, sort_keys=True, default=str))

@@ -4,7 +4,9 @@ A session file holds one JSON object a line. The first is the header; every late
 record, appended as the agent commits it and never rewritten::
 
     {"type": "session", "format": "ipyagent.session", "version": 1, "id": "ses_…", "created": "…",
-     "model": "openai/gpt-4.1", "notebook": "analysis.ipynb", "forked_from": null}
+     "model": "openai/gpt-4.1", "notebook": "analysis.ipynb", "forked_from": null,
+     "parent": null}                                a sub-agent's: {"session": id, "file": name,
+                                                    "call_id": the delegate call}
     {"type": "message", "message": {…}}            a committed message
     {"type": "usage", "usage": {…}}                 one model request's usage
     {"type": "run", "seconds": 12.5}                 one run's wall time, when it ends
@@ -13,6 +15,9 @@ record, appended as the agent commits it and never rewritten::
     {"type": "repair", "index": 7, "replace": false, "message": {…}, "call_ids": […]}
     {"type": "reset"}                               the conversation starts afresh (history stays;
                                                     its usage and run time count from zero again)
+    {"type": "subagent", "call_id": "…", "session": "ses_…", "file": "analysis.agent.delegate-1.jsonl"}
+                                                    a delegate call handed work to a sub-agent,
+                                                    whose conversation is in that file (beside)
 
 Loading replays the records: a ``compaction`` replaces the first ``dropped`` messages with its
 summary, a ``reset`` empties the transcript, a ``repair`` inserts (or replaces) the message that
@@ -106,6 +111,11 @@ class SessionState:
     model: str | None = None
     notebook: str | None = None
     forked_from: dict[str, Any] | None = None
+    #: A sub-agent's conversation: ``{"session": id, "file": name, "call_id": ...}`` of the
+    #: conversation that delegated to it.
+    parent: dict[str, Any] | None = None
+    #: The sub-agents this conversation delegated to, as recorded (``call_id``, ``session``, ``file``).
+    subagents: list[dict[str, Any]] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     #: Wall time summed over the runs recorded (a conversation's time budget counts it).
@@ -151,6 +161,7 @@ class Session:
         model: str | None = None,
         notebook: str | None = None,
         forked_from: dict[str, Any] | None = None,
+        parent: dict[str, Any] | None = None,
         exclusive: bool = False,
     ) -> Session:
         """Open the session at ``path``, creating it when absent (unless ``read_only``).
@@ -160,6 +171,7 @@ class Session:
             fsync: Force every record to disk before returning (slower, survives power loss).
             model, notebook: Written in the header of a new file.
             forked_from: ``{"session": id, "at": n}`` for a fork's header.
+            parent: ``{"session": id, "file": name, "call_id": id}`` for a sub-agent's header.
             exclusive: Refuse a file that already exists.
         """
         path = Path(path)
@@ -201,7 +213,9 @@ class Session:
             ) from exc
         try:
             _lock(fd, path)
-            state = _load_or_create(fd, path, model=model, notebook=notebook, forked_from=forked_from)
+            state = _load_or_create(
+                fd, path, model=model, notebook=notebook, forked_from=forked_from, parent=parent
+            )
             _drop_orphans(state, path)
             for record in _repair(state, path):
                 _append(fd, record, fsync=fsync)
@@ -227,6 +241,11 @@ class Session:
     @property
     def notebook(self) -> str | None:
         return self.state.notebook
+
+    @property
+    def parent(self) -> dict[str, Any] | None:
+        """A sub-agent's conversation: the delegating one's ``{"session", "file", "call_id"}``."""
+        return self.state.parent
 
     @property
     def read_only(self) -> bool:
@@ -270,6 +289,13 @@ class Session:
 
     def append_reset(self) -> None:
         self._write(json_line({"type": "reset", "at": _now()}))
+
+    def append_subagent(self, *, call_id: str, session: str, file: str) -> None:
+        """Record that the call ``call_id`` delegated to a sub-agent saved in ``file`` (its name,
+        beside this one), whose session id is ``session``."""
+        record = {"type": "subagent", "call_id": call_id, "session": session, "file": file}
+        self._write(json_line(record))
+        self.state.subagents.append({k: record[k] for k in ("call_id", "session", "file")})
 
     def close(self) -> None:
         """Release the lock and close the file (idempotent)."""
@@ -330,7 +356,13 @@ def _lock(fd: int, path: Path) -> None:
 
 
 def _load_or_create(
-    fd: int, path: Path, *, model: str | None, notebook: str | None, forked_from: dict[str, Any] | None
+    fd: int,
+    path: Path,
+    *,
+    model: str | None,
+    notebook: str | None,
+    forked_from: dict[str, Any] | None,
+    parent: dict[str, Any] | None,
 ) -> SessionState:
     with open(path, "rb") as f:  # another descriptor: the lock stays on ``fd``
         state = _parse(f, path)
@@ -353,6 +385,7 @@ def _load_or_create(
         model=model,
         notebook=notebook,
         forked_from=forked_from,
+        parent=parent,
     )
     header = {
         "type": "session",
@@ -363,6 +396,7 @@ def _load_or_create(
         "model": model,
         "notebook": notebook,
         "forked_from": forked_from,
+        **({"parent": parent} if parent is not None else {}),
     }
     os.write(fd, json_line(header).encode())
     os.fsync(fd)
@@ -462,6 +496,7 @@ def _header(raw: bytes, path: Path) -> SessionState:
         )
     model = header.get("model")
     forked = header.get("forked_from")
+    parent = header.get("parent")
     return SessionState(
         id=str(header.get("id") or new_id("ses")),
         version=version,
@@ -469,6 +504,7 @@ def _header(raw: bytes, path: Path) -> SessionState:
         model=model if isinstance(model, str) else None,
         notebook=header.get("notebook") if isinstance(header.get("notebook"), str) else None,
         forked_from=forked if isinstance(forked, dict) else None,
+        parent=parent if isinstance(parent, dict) else None,
     )
 
 
@@ -492,6 +528,8 @@ def _apply(state: SessionState, record: dict[str, Any]) -> None:
         seconds = record["seconds"]
         if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds < 1e9:
             state.run_seconds += seconds
+    elif kind == "subagent":
+        state.subagents.append({k: str(record[k]) for k in ("call_id", "session", "file")})
     elif kind == "reset":
         state.messages.clear()
         state.run_seconds = 0.0

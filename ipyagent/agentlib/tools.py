@@ -34,6 +34,7 @@ from .messages import ImageBlock
 from .model import ToolSpec
 
 if typing.TYPE_CHECKING:
+    from .parent_run import ParentRun
     from .sandbox import Limits
 
 __all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "tool"]
@@ -70,10 +71,23 @@ class RunContext:
     call_id: str
     tool_name: str
     _ask: Callable[[str, list[str]], Awaitable[str | None]] = field(repr=False)
+    _parent: Callable[[], ParentRun] | None = field(default=None, repr=False)
 
     async def ask_user(self, question: str, choices: list[str] | None = None) -> str | None:
         """Ask the person at the keyboard; ``None`` when nobody can answer (a headless run)."""
         return await self._ask(question, list(choices or []))
+
+    def parent_run(self) -> ParentRun:
+        """What the run lends this call to start a sub-agent with (the ``delegate`` tool, see
+        :mod:`~ipyagent.agentlib.delegation`)."""
+        if self._parent is None:
+            raise UserError(
+                f"The tool {self.tool_name!r} was not called by an agent's run, so it has no run to "
+                "delegate from.",
+                hint="Call it through Agent.run (give the agent delegate=True).",
+                code="no_parent_run",
+            )
+        return self._parent()
 
 
 class ToolArgumentsError(Exception):

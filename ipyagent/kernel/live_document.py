@@ -237,8 +237,8 @@ class UndoAnswer(_Frozen):
 
 
 class UndoRunAnswer(UndoAnswer):
-    """The page's answer to ``undo_run``: which run, the cells put back, and those left alone
-    (changed since, gone, or kept by the user: ``why`` says which)."""
+    """The page's answer to ``undo_run``: which run, the cells put back (kept ones too), and
+    those left alone (changed since, or gone: ``why`` says which)."""
 
     run: str
 

@@ -311,8 +311,9 @@ class LiveNotebook:
     def undo_run(self, run_id: str | None = None, *, timeout: float | None = None) -> UndoRunAnswer:
         """Undo every edit of the run ``run_id`` (None: the latest run with changes left) in the
         open document, newest first: sources, order, deleted cells (with their outputs) and
-        inserted cells. A cell the user changed since, or kept, is left alone (the answer's
-        ``kept``). The kernel's variables are not touched: nothing can roll them back."""
+        inserted cells, kept ones too (a run is a checkpoint). A cell the user changed since is
+        left alone (the answer's ``kept``). The kernel's variables are not touched: nothing can
+        roll them back."""
         from .live_document import UndoRunAnswer
 
         params = UndoRunParams(run=run_id)

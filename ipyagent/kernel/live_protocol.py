@@ -55,7 +55,11 @@ __all__ = [
 #: 4: ``undo_run`` (:class:`UndoRunParams`) undoes a run's changes (``%agent undo``).
 #: 5: :class:`Notice` ``cell_outputs`` (:class:`CellOutputsParams`): a cell the agent runs shows
 #: its outputs, running state and execution count; a page of protocol 4 would drop them.
-PROTOCOL: Final = 5
+#: 6: an edit's :class:`Provenance` may say ``fix`` (``%agent fix``): the page's Keep on it runs
+#: the cell, and its Fix button on a failed cell runs ``%agent fix``; a page of protocol 5 would
+#: show the fix as a plain edit, whose Keep does not run it. ``cell_outputs`` names its run, whose
+#: undo puts back the outputs the cell had before.
+PROTOCOL: Final = 6
 #: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
 TARGET: Final = "ipyagent.notebook"
 #: The comm target of the page: the kernel opens a comm to it to say that ipyagent is loaded,
@@ -141,6 +145,8 @@ class CellOutputsParams(TypedDict):
     running: bool
     #: Its execution count, on the last notice.
     execution_count: int | None
+    #: The run that runs it: the page keeps the outputs the cell had before, for an undo of the run.
+    run: NotRequired[str]
 
 
 KernelMessage = Announce | Welcome | Mismatch | Request | Notice
@@ -202,6 +208,9 @@ class Provenance(TypedDict):
     session: str | None
     run: str
     call: str
+    #: The edit is ``%agent fix``'s proposal for a failed cell: Keep on its review runs the cell.
+    #: Not stored in the cell's metadata.
+    fix: NotRequired[bool]
 
 
 class EditParams(TypedDict):
@@ -219,8 +228,8 @@ class UndoEditParams(TypedDict):
 
 
 class UndoRunParams(TypedDict):
-    """``undo_run``: undo every edit of a run (its provenance's ``run``), newest first, leaving
-    alone the cells the user changed since or kept."""
+    """``undo_run``: undo every edit of a run (its provenance's ``run``), newest first, kept cells
+    too, leaving alone the cells the user changed since."""
 
     #: The run; None: the latest run with changes left to undo in that page.
     run: str | None

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..agentlib.messages import TextBlock
     from ..agentlib.model import Provider
     from ..agentlib.result import RunResult
+    from .fix_command import FailedCell
     from .runner import Renderer
 
 
@@ -83,8 +84,9 @@ HELP = """\
   -y/--yes                 run tools that change things without asking
   --read-only              refuse every tool that changes something
   --tools LIST             tool groups python,notebook,files (default: all), shell (commands in
-                           the OS sandbox; only when named) and your own functions by name,
-                           e.g. --tools python,lookup_price
+                           the OS sandbox; only when named), delegate (hand tasks to sub-agents
+                           with some of these tools; only when named) and your own functions by
+                           name, e.g. --tools python,lookup_price
   --cells                  the agent's code runs as new cells of the notebook, not hidden in the run
   --max-turns N            model calls allowed in this run
   --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
@@ -104,6 +106,8 @@ HELP = """\
 %agent history             the conversation so far
 %agent compact             summarize older turns to free context
 %agent reset               forget the current conversation
+%agent fix [CELL_ID]       explain the last error (or CELL_ID's) and propose the fix as an edit of that
+                           cell, shown as a diff; in JupyterLab with the extension, Keep runs it
 %agent undo [RUN]          undo the latest run's changes to the open notebook (or run RUN's): cells you
                            changed since stay; the kernel's variables are not rolled back
 %agent mcp [list]           MCP servers, their state and tools (see docs/mcp.md)
@@ -146,6 +150,14 @@ class AgentMagics(Magics):
         False,
         help="The agent's code runs as new cells of the notebook (run_new_cell), not hidden in the run.",
     ).tag(config=True)
+    delegate_depth = Int(
+        1,
+        help="With --tools ...,delegate: levels of sub-agents below a cell's agent "
+        "(1: they delegate no further).",
+    ).tag(config=True)
+    delegate_max_turns = Int(
+        0, help="With --tools ...,delegate: model calls a sub-agent may make (0: the cell's --max-turns)."
+    ).tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
 
@@ -164,7 +176,8 @@ class AgentMagics(Magics):
     @argument(
         "--tools",
         default=None,
-        help="Tool groups (python,notebook,files; shell when named) and your own functions' names.",
+        help="Tool groups (python,notebook,files; shell and delegate when named) and your own "
+        "functions' names.",
     )
     @argument(
         "--cells",
@@ -186,7 +199,7 @@ class AgentMagics(Magics):
     @argument(
         "command",
         nargs="*",
-        help="(line form) model, models, session, usage, compact, reset, undo, history, help",
+        help="(line form) model, models, session, usage, compact, reset, fix, undo, history, help",
     )
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> Any:
@@ -207,23 +220,41 @@ class AgentMagics(Magics):
         agent = self._agent(args.session, new=args.new)
         cell_id = running_cell_id(self.shell)
         self._configure(agent, args, cell_id=cell_id)
-        inside = self.state.cells.inside_cell(f"%%agent {line}\n{cell}")
+        result, interrupted = self._run(
+            agent, prompt, args, cell_id=cell_id, raw_cell=f"%%agent {line}\n{cell}", output_type=output_type
+        )
+        if args.output and result is not None and self.shell is not None:
+            self.shell.user_ns[args.output] = result
+        return self._conclude(result, interrupted)
+
+    def _run(
+        self,
+        agent: Agent,
+        prompt: str,
+        args: Any,
+        *,
+        cell_id: str | None,
+        raw_cell: str,
+        context: str = "all",
+        output_type: Any = None,
+    ) -> tuple[RunResult | None, bool]:
+        """Run ``prompt`` in the cell ``raw_cell`` until the run ends, shown as ``args`` ask;
+        ``context``: the notebook context sent by default (``auto``'s choice for a remote model);
+        ``output_type``: the type the answer is validated into (None: text)."""
+        inside = self.state.cells.inside_cell(raw_cell)
         with pump_comm_messages(self.shell) as poll, inside:
-            context = self._context(agent, args.context, cell_id=cell_id)
+            attachments = self._context(agent, args.context, cell_id=cell_id, auto=context)
             renderer = self._renderer(agent, args.quiet, poll)
-            result, interrupted = run_blocking(
+            return run_blocking(
                 agent,
                 prompt,
                 renderer=renderer,
                 loop=self.state.loop,
                 main=self.state.main,
                 poll=poll,
-                attachments=context,
+                attachments=attachments,
                 output_type=output_type,
             )
-        if args.output and result is not None and self.shell is not None:
-            self.shell.user_ns[args.output] = result
-        return self._conclude(result, interrupted)
 
     def _output_type(self, name: str | None) -> Any:
         """The type ``--output-type`` names, evaluated in the user's namespace (None: text)."""
@@ -259,6 +290,15 @@ class AgentMagics(Magics):
         agent.settings = agent.settings.model_copy(update={"thinking": thinking})
         groups = [g.strip() for g in (args.tools or self.tools).split(",") if g.strip()]
         agent.tools = []
+        # A sub-agent's conversation is saved beside this one's (analysis.agent.delegate-1.jsonl).
+        if "delegate" in groups:
+            from ..agentlib.delegation import Delegation
+
+            agent.delegate = Delegation(
+                max_depth=self.delegate_depth, max_turns=self.delegate_max_turns or None
+            )
+        else:
+            agent.delegate = False
         from .notebook_path import runs_headless
 
         open_sessions = [
@@ -350,8 +390,11 @@ class AgentMagics(Magics):
             agent.reset()
         return agent
 
-    def _context(self, agent: Agent, requested: str | None, *, cell_id: str | None) -> list[TextBlock]:
-        """The notebook's context for a prompt (see :mod:`.context`), as blocks to attach."""
+    def _context(
+        self, agent: Agent, requested: str | None, *, cell_id: str | None, auto: str = "all"
+    ) -> list[TextBlock]:
+        """The notebook's context for a prompt (see :mod:`.context`), as blocks to attach;
+        ``auto``: the parts sent to a remote model when the run and the configuration say auto."""
         from ..agentlib.messages import TextBlock
         from .cassettes import replay_mode
         from .context import gather_context, parse_parts
@@ -362,7 +405,7 @@ class AgentMagics(Magics):
             # Jupyter kernel?" it described a DataFrame of the context instead (notebooks/).
             # A recording must replay in another kernel, whose variables differ: none there either.
             local = agent.provider.model_id.startswith("local/")
-            wanted = "none" if local or replay_mode().active else "all"
+            wanted = "none" if local or replay_mode().active else auto
         parts = parse_parts(wanted)
         context = gather_context(self.state, parts=parts, cell_id=cell_id, budget=self.context_budget)
         return [TextBlock(text=context.text, attached="notebook context")] if context is not None else []
@@ -615,6 +658,84 @@ class AgentMagics(Magics):
         except LiveNotebookError as exc:
             raise _user_error(f"Nothing was undone: {exc}", exc.hint or "See %agent help.") from exc
         print(undo_run_report(answer))
+
+    def _cmd_fix(self, rest: list[str]) -> None:
+        """Explain the last error and propose its fix as an edit of the failing cell
+        (``%agent fix [CELL_ID] [options]``; see :mod:`.fix_command`)."""
+        from .fix_command import find_failed_cell
+
+        args = parse_argstring(self.agent, " ".join(rest))
+        if len(args.command) > 1:
+            raise _user_error(
+                f"%agent fix takes one cell id at most, not {' '.join(args.command)!r}.",
+                "Run %agent fix for the last error, or %agent fix CELL_ID.",
+            )
+        failed = find_failed_cell(self.state, args.command[0] if args.command else None)
+        agent = self._fix_agent()
+        try:
+            self._fix(agent, failed, args, rest)
+        finally:
+            agent.close()
+
+    def _fix_agent(self) -> Agent:
+        """A conversation of its own for a fix: not saved, and with no MCP servers, so that its
+        tools are the fix's and nothing else (the edit it makes is not asked about); the kernel's
+        hooks and policies apply as to every conversation."""
+        from ..agentlib.agent import Agent
+        from ..agentlib.hooks import Hooks
+
+        notebook = self.state.notebook
+        return Agent(
+            model=self._resolve_model(None, default=False),
+            session=None,
+            notebook=str(notebook) if notebook else None,
+            workspace=self.state.workspace,
+            hooks=Hooks(include=[kernel_hooks()]),
+            mcp=False,
+        )
+
+    def _fix(self, agent: Agent, failed: FailedCell, args: Any, rest: list[str]) -> None:
+        from .fix_command import explanation, fix_prompt, fix_report
+        from .notebook_path import runs_headless
+        from .tools.fix import FixProposal, fix_tools
+
+        own_cell = running_cell_id(self.shell)
+        self._configure(agent, args, cell_id=own_cell)
+        proposals: list[FixProposal] = []
+        agent.tools = []
+        for t in fix_tools(
+            self.shell,
+            self.state.main,
+            self.state.notebook,
+            cell_id=failed.edit_id,
+            source=failed.source,
+            live=self.state.live if failed.live else None,
+            history=self.state.history,
+            own_cell_id=own_cell,
+            session=agent.session.path.name if agent.session is not None else None,
+            proposals=proposals,
+        ):
+            agent.add_tool(t)
+        # The run's one change is itself a proposal, reviewed on the cell or shown here: no question.
+        agent.auto_approve = True
+        raw = f"%agent fix {' '.join(rest)}".rstrip()
+        result, interrupted = self._run(
+            agent, fix_prompt(failed), args, cell_id=own_cell, raw_cell=raw, context="outline,variables"
+        )
+        self._conclude(result, interrupted)
+        if result is None or result.status == "cancelled":
+            return
+        headless = runs_headless() or no_front_end(self.shell) is not None
+        report, proposal = fix_report(failed, proposals, headless=headless)
+        if args.quiet and result is not None:
+            # The explanation, which the run did not show: the page's Fix button shows it on the
+            # fix's review, where the report would only repeat what the review says.
+            print(explanation(result))
+            if proposals and proposals[-1].live:
+                return
+        print(report)
+        if proposal is not None and self.shell is not None:
+            self.shell.set_next_input(proposal, replace=False)
 
     def _cmd_compact(self, rest: list[str]) -> None:
         agent = self._current()

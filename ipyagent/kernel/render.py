@@ -9,7 +9,7 @@ meaningful text (it compares both).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from typing_extensions import assert_never
@@ -18,7 +18,7 @@ from ..agentlib import events as ev
 from ..agentlib.events import AgentEvent
 from ..agentlib.result import RunResult
 from ..widgets.reducer import ViewReducer
-from ..widgets.text import block_markdown, block_plain, call_label
+from ..widgets.text import block_markdown, block_plain, call_label, nested_blocks
 from ..widgets.view_state import Block, MimeBundle
 
 __all__ = [
@@ -70,15 +70,16 @@ class DisplayRenderer:
             self._show_complete()
 
     def _show_complete(self) -> None:
-        for block in self._reducer.state["blocks"]:
+        blocks = self._reducer.state["blocks"]
+        for block in blocks:
             if block["id"] in self._shown or not _complete(block):
                 continue
             self._shown.add(block["id"])
             hidden = block["kind"] == "thinking" and not self._show_thinking
             if hidden or not is_output(block):
                 continue
-            self._display(Output(block_plain(block), block_markdown(block)))
-            for bundle in displayed(block):
+            self._display(Output(block_plain(block, blocks), block_markdown(block, blocks)))
+            for bundle in displayed(block, blocks):
                 self._display(bundle, raw=True)
 
     def tick(self) -> None:
@@ -125,7 +126,10 @@ def _complete(block: Block) -> bool:
 def is_output(block: Block) -> bool:
     """Whether a block becomes an output of the cell when no widget shows the run. Not the
     user's prompt (it is the cell's source), nor an error (the cell raises it), nor what was
-    sent with the prompt (its token counts would differ between a recording and a replay)."""
+    sent with the prompt (its token counts would differ between a recording and a replay), nor
+    a sub-agent's block (its delegate card's output sums it up)."""
+    if block.get("parent"):
+        return False
     if block["kind"] == "user" or block["kind"] == "error" or block["kind"] == "attachment":
         return False
     if (
@@ -139,9 +143,11 @@ def is_output(block: Block) -> bool:
     assert_never(block)
 
 
-def displayed(block: Block) -> list[MimeBundle]:
-    """What a tool showed the user (figures, tables): MIME bundles to display as they are."""
-    return (block["display"] or []) if block["kind"] == "tool" else []
+def displayed(block: Block, blocks: Sequence[Block] = ()) -> list[MimeBundle]:
+    """What a tool showed the user (figures, tables): MIME bundles to display as they are; a
+    delegate card's include what its sub-agent's tools showed (``blocks``: the view's)."""
+    own = (block["display"] or []) if block["kind"] == "tool" else []
+    return own + [bundle for child in nested_blocks(block, blocks) for bundle in displayed(child, blocks)]
 
 
 class TerminalRenderer:
@@ -153,7 +159,9 @@ class TerminalRenderer:
 
     def handle(self, event: AgentEvent) -> None:
         out = sys.stdout
-        if isinstance(event, ev.TextDelta):
+        if event.via:  # a sub-agent's: its calls, indented under the delegate call (its text is the result)
+            self._nested(event)
+        elif isinstance(event, ev.TextDelta):
             out.write(event.delta)
         elif isinstance(event, ev.TextEnd):
             out.write("\n")
@@ -168,9 +176,23 @@ class TerminalRenderer:
             out.write(f"→ {self._labels.get(event.call_id, event.name)} {mark}\n")
             if event.is_error:
                 out.write(_indent(_preview(event.content)) + "\n")
+        elif isinstance(event, ev.SubagentStarted):  # its calls follow, indented, before its result
+            out.write(f"→ {self._labels.get(event.call_id, 'delegate')} …\n")
         elif isinstance(event, ev.RunWarning):
             print(f"ipyagent: {event.message}", file=sys.stderr)
         out.flush()
+
+    def _nested(self, event: AgentEvent) -> None:
+        indent = "  " * len(event.via)
+        if isinstance(event, ev.ToolCallEnd):
+            self._labels[event.call_id] = call_label(event.name, event.arguments)
+        elif isinstance(event, ev.ToolResult):
+            mark = "✗" if event.is_error else "✓"
+            sys.stdout.write(f"{indent}→ {self._labels.get(event.call_id, event.name)} {mark}\n")
+        elif isinstance(event, ev.SubagentStarted):
+            sys.stdout.write(f"{indent}→ {self._labels.get(event.call_id, 'delegate')} …\n")
+        elif isinstance(event, ev.RunWarning):
+            print(f"ipyagent: (sub-agent) {event.message}", file=sys.stderr)
 
     def tick(self) -> None:
         pass

@@ -92,14 +92,15 @@ class WidgetRenderer:
             from ..widgets.text import block_markdown, block_plain
             from .render import Output, displayed, is_output
 
-            blocks = [b for b in self.view.reducer.state["blocks"] if is_output(b)]
-            plain = "\n".join(filter(None, map(block_plain, blocks)))
-            markdown = "\n\n".join(filter(None, map(block_markdown, blocks)))
+            every = self.view.reducer.state["blocks"]
+            blocks = [b for b in every if is_output(b)]
+            plain = "\n".join(filter(None, (block_plain(b, every) for b in blocks)))
+            markdown = "\n\n".join(filter(None, (block_markdown(b, every) for b in blocks)))
             display(Output(plain, markdown))  # type: ignore[no-untyped-call]
             # What the tools showed the user (figures, tables) lives in the view's state, which
             # such a notebook does not keep.
             for block in blocks:
-                for bundle in displayed(block):
+                for bundle in displayed(block, every):
                     display(bundle, raw=True)  # type: ignore[no-untyped-call]
 
     def _front_end_seen(self) -> bool:

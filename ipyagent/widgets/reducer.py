@@ -4,6 +4,12 @@ Pure and synchronous: the kernel side of every view feeds events in and sends th
 come out; tests feed events and look at the state. The same :func:`apply_patch` the front end
 implements keeps :attr:`ViewReducer.state` current, so the state written at the end of a run is
 exactly what the patches built. Turning the state into text is :mod:`.text`'s job.
+
+A sub-agent's events (``event.via`` names the delegate call they came through) are folded by a
+reducer of their own, one per delegate call, and its patches lifted into this view: its blocks
+get ``parent`` (the delegate card's id) and ids of their own (a text's, prefixed with the call's
+id; a tool card or question keeps its call's or question's id, which the buttons answer), and its
+status, model and usage become the card's ``child``.
 """
 
 from __future__ import annotations
@@ -15,7 +21,16 @@ from typing_extensions import Unpack, assert_never
 
 from ..agentlib import events as ev
 from ..agentlib.messages import Message, TextBlock, ToolCallBlock
-from .view_state import Block, BlockFields, Patch, ToolStatus, TopFields, ViewState, new_state
+from .view_state import (
+    Block,
+    BlockFields,
+    Patch,
+    SubagentView,
+    ToolStatus,
+    TopFields,
+    ViewState,
+    new_state,
+)
 
 __all__ = [
     "ViewReducer",
@@ -85,6 +100,8 @@ class ViewReducer:
         self._denied: set[str] = set()
         #: Finished blocks shown before :attr:`state`'s (see :meth:`show_history`).
         self.history: list[Block] = []
+        #: The sub-agents' own reducers, by delegate call id.
+        self._nested: dict[str, _NestedRun] = {}
 
     # -- patches ---------------------------------------------------------------------------------
 
@@ -111,6 +128,8 @@ class ViewReducer:
                 self._set(block["id"], streaming=False)
             if block["kind"] == "tool" and block["status"] in UNFINISHED_TOOL:
                 self._set(block["id"], status="stopped", permission=False)
+            if block["kind"] == "tool" and (child := block.get("child")) and child["status"] == "running":
+                self._set(block["id"], child={**child, "status": "cancelled"})
 
     @property
     def has_pending(self) -> bool:
@@ -167,7 +186,9 @@ class ViewReducer:
         )
 
     def feed(self, event: ev.AgentEvent) -> None:
-        if isinstance(event, ev.RunStarted):
+        if event.via:
+            self._feed_nested(event)
+        elif isinstance(event, ev.RunStarted):
             self._run += 1
             self._top(status="running", model=event.model)
         elif isinstance(event, ev.RequestStarted):
@@ -271,6 +292,16 @@ class ViewReducer:
             # blocked request is shown by the run's error, which follows.
             if event.call_id is not None:
                 self._denied.add(event.call_id)
+        elif isinstance(event, ev.SubagentStarted):
+            child: SubagentView = {
+                "status": "running",
+                "model": event.model,
+                "task": event.task,
+                "tools": event.tools,
+                "session": event.session,
+                "usage": None,
+            }
+            self._set(event.call_id, child=child)
         elif isinstance(event, ev.RunWarning):
             self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
         elif isinstance(event, ev.RequestError):
@@ -321,6 +352,78 @@ class ViewReducer:
             pass
         else:
             assert_never(event)
+
+    def _feed_nested(self, event: ev.AgentEvent) -> None:
+        """A sub-agent's event: folded by the delegate call's own reducer, its patches lifted."""
+        call_id = event.via[0]
+        nested = self._nested.get(call_id)
+        if nested is None:
+            nested = self._nested[call_id] = _NestedRun(call_id)
+        nested.reducer.feed(event.model_copy(update={"via": event.via[1:]}))
+        batch = nested.reducer.take()
+        for patch in batch[1] if batch else ():
+            lifted = nested.lift(patch)
+            if lifted is not None:
+                self._emit(lifted)
+            elif patch["op"] == "top":
+                self._update_child(call_id, nested.reducer.state)
+
+    def _update_child(self, call_id: str, state: ViewState) -> None:
+        """The sub-agent's status, model and usage, on its delegate card."""
+        card = next((b for b in reversed(self.state["blocks"]) if b["id"] == call_id), None)
+        if card is None or card["kind"] != "tool":
+            return
+        child: SubagentView = card.get("child") or {
+            "status": "running",
+            "model": "",
+            "task": "",
+            "tools": [],
+            "session": None,
+            "usage": None,
+        }
+        updated: SubagentView = {
+            **child,
+            "status": state["status"],
+            "model": state["model"] or child["model"],
+            "usage": state["usage"],
+        }
+        if updated != child:
+            self._set(call_id, child=updated)
+
+
+class _NestedRun:
+    """The view of one sub-agent, folded apart and lifted into its parent's view."""
+
+    def __init__(self, call_id: str) -> None:
+        self.call_id = call_id
+        self.reducer = ViewReducer()
+        self._ids: dict[str, str] = {}
+
+    def lift(self, patch: Patch) -> Patch | None:
+        """The patch as the parent's view applies it; None for a ``top`` patch (the parent puts
+        the sub-agent's status on its card instead)."""
+        if patch["op"] == "add":
+            block = cast("dict[str, Any]", dict(patch["block"]))
+            inner = str(block["id"])
+            # Buttons answer a call or a question by its own id: those keep theirs (unique to
+            # the conversation and its sub-agents); the rest are numbered per run, so prefixed.
+            outer = inner if block["kind"] in ("tool", "question") else f"{self.call_id}/{inner}"
+            self._ids[inner] = outer
+            block["id"] = outer
+            block["parent"] = self._outer(block["parent"]) if block.get("parent") else self.call_id
+            return {"op": "add", "block": cast("Block", block)}
+        if patch["op"] == "top":
+            return None
+        if patch["op"] == "append":
+            return {**patch, "id": self._outer(patch["id"])}
+        if patch["op"] == "set":
+            return {**patch, "id": self._outer(patch["id"])}
+        if patch["op"] == "remove":
+            return {**patch, "id": self._outer(patch["id"])}
+        assert_never(patch)
+
+    def _outer(self, inner: str) -> str:
+        return self._ids.get(inner) or f"{self.call_id}/{inner}"
 
 
 def history_blocks(messages: list[Message]) -> list[Block]:

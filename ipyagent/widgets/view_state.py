@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from ..agentlib.events import Decision
 
@@ -46,6 +46,7 @@ __all__ = [
     "SendAction",
     "SetPatch",
     "StopAction",
+    "SubagentView",
     "SyncAction",
     "TextBlock",
     "ThinkingBlock",
@@ -77,6 +78,7 @@ class UserBlock(TypedDict):
 
     id: str
     kind: Literal["user"]
+    parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     text: str
 
 
@@ -85,6 +87,7 @@ class TextBlock(TypedDict):
 
     id: str
     kind: Literal["text"]
+    parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     text: str
     streaming: bool
 
@@ -92,6 +95,7 @@ class TextBlock(TypedDict):
 class ThinkingBlock(TypedDict):
     id: str
     kind: Literal["thinking"]
+    parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     text: str
     streaming: bool
     duration: float | None  # seconds, once done
@@ -102,6 +106,7 @@ class ToolBlock(TypedDict):
 
     id: str
     kind: Literal["tool"]
+    parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     name: str
     args: str  # JSON text, possibly partial while streaming
     status: ToolStatus
@@ -109,11 +114,25 @@ class ToolBlock(TypedDict):
     result: str | None
     display: list[MimeBundle] | None  # what the tool showed the user (image/png, text/html, ...)
     permission: bool  # true while a decision is awaited
+    child: NotRequired[SubagentView | None]  # a delegate call's sub-agent, once it started
+
+
+class SubagentView(TypedDict):
+    """The sub-agent a ``delegate`` call started, shown in the call's card; the blocks of its
+    work are the view's blocks whose ``parent`` is the card's id."""
+
+    status: ViewStatus
+    model: str
+    task: str
+    tools: list[str]
+    session: str | None  # the name of the file its conversation is saved in
+    usage: UsageView | None
 
 
 class QuestionBlock(TypedDict):
     id: str
     kind: Literal["question"]
+    parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     question: str
     choices: list[str]
     answer: str | None  # None until answered
@@ -122,6 +141,7 @@ class QuestionBlock(TypedDict):
 class WarningBlock(TypedDict):
     id: str
     kind: Literal["warning"]
+    parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     text: str
 
 
@@ -131,6 +151,7 @@ class AttachmentBlock(TypedDict):
 
     id: str
     kind: Literal["attachment"]
+    parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     label: str
     text: str
     tokens: int
@@ -139,6 +160,7 @@ class AttachmentBlock(TypedDict):
 class ErrorBlock(TypedDict):
     id: str
     kind: Literal["error"]
+    parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     code: str
     message: str
     hint: str
@@ -168,6 +190,7 @@ class BlockFields(TypedDict, total=False):
     display: list[MimeBundle] | None
     permission: bool
     answer: str | None
+    child: SubagentView | None
 
 
 # -- the state of one view -----------------------------------------------------------------------

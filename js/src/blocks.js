@@ -90,15 +90,29 @@ function toolBlock(block, ctx) {
   const resultBody = h("div", { class: "ipyagent-tool-result-body" });
   const result = h("details", { class: "ipyagent-tool-result", hidden: true }, resultSummary, resultBody);
   const display = h("div", { class: "ipyagent-tool-display" });
+  // A delegate call's sub-agent: its work (the blocks whose parent is this card, placed in
+  // `children` by the view) under a summary line; open while it works, folded once it is done.
+  const subagentLabel = h("span", { class: "ipyagent-subagent-label" });
+  const children = h("div", { class: "ipyagent-subagent-blocks" });
+  const subagent = h(
+    "details",
+    { class: "ipyagent-subagent", hidden: true, open: true },
+    h("summary", {}, subagentLabel),
+    children,
+  );
   const head = h("div", { class: "ipyagent-tool-head" }, label, badge, duration);
-  const el = h("div", { class: "ipyagent-tool" }, head, args, permission, result, display);
+  const el = h("div", { class: "ipyagent-tool" }, head, args, permission, subagent, result, display);
   const setArgsOpen = controlledDetails(args);
   const setResultOpen = controlledDetails(result);
+  const setSubagentOpen = controlledDetails(subagent);
   const argsView = streamingText(argsCode);
   let last = {};
 
   return {
     el,
+    children,
+    /** Open the sub-agent's section: something in it waits for the user. */
+    reveal: () => setSubagentOpen(true, true),
     update(b) {
       const status = String(b.status ?? "running");
       const streaming = status === "streaming";
@@ -114,6 +128,14 @@ function toolBlock(block, ctx) {
       if (b.result !== last.result) renderResult(result, resultSummary, resultBody, b.result);
       setResultOpen(status === "failed");
       if (b.display !== last.display) renderDisplays(display, b.display);
+      const child = b.child && typeof b.child === "object" ? b.child : null;
+      subagent.hidden = !child;
+      if (child) {
+        setData(subagent, "status", child.status);
+        setText(subagentLabel, subagentSummary(child));
+        subagent.title = child.session ? `Saved in ${child.session}` : "";
+        setSubagentOpen(child.status === "running");
+      }
       last = {
         args: b.args,
         streaming,
@@ -124,6 +146,33 @@ function toolBlock(block, ctx) {
       };
     },
   };
+}
+
+/** Whether a block waits for the user: a permission prompt, or a question not yet answered. */
+export function awaitsUser(block) {
+  if (!block || typeof block !== "object") return false;
+  if (block.kind === "tool") return Boolean(block.permission);
+  return block.kind === "question" && (block.answer === null || block.answer === undefined);
+}
+
+const SUBAGENT_STATUS_TEXT = {
+  running: "working…",
+  completed: "done",
+  failed: "failed",
+  cancelled: "stopped",
+  exhausted: "stopped: limit reached",
+};
+
+/** The summary line of a delegate card's sub-agent: "Sub-agent · done · model · 1,200 in · 80 out". */
+export function subagentSummary(child) {
+  if (!child || typeof child !== "object") return "";
+  const parts = ["Sub-agent", SUBAGENT_STATUS_TEXT[child.status] ?? String(child.status ?? "")];
+  if (child.model) parts.push(String(child.model));
+  const usage = child.usage;
+  if (usage && (Number.isFinite(usage.input) || Number.isFinite(usage.output))) {
+    parts.push(`${formatInt(usage.input ?? 0)} in · ${formatInt(usage.output ?? 0)} out`);
+  }
+  return parts.filter(Boolean).join(" · ");
 }
 
 /**

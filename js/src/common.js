@@ -4,10 +4,10 @@
 // turns button clicks into actions. What a block looks like lives in blocks.js; the patch logic
 // in state.js; the chat's history (drawn in pages) in history.js; the chat's input box in chat.js.
 
-import { createBlockView } from "./blocks.js";
+import { awaitsUser, createBlockView } from "./blocks.js";
 import { formatCost, formatInt, h, setData, setText } from "./dom.js";
 import { HistoryView, historyBlocks } from "./history.js";
-import { Store } from "./state.js";
+import { placements, Store } from "./state.js";
 
 /** How often `hello` is re-sent until the kernel acknowledges it (protocol: 500 ms). */
 const HELLO_INTERVAL_MS = 500;
@@ -167,6 +167,7 @@ export class AgentView {
       if (changes.structure) this.reconcile(changes.blocks);
       for (const id of new Set([...changes.blocks, ...this.dirty])) {
         this.updateBlock(id, changes.appended.get(id));
+        this.revealIfAwaited(id);
       }
       this.dirty.clear();
       this.renderRoot(state);
@@ -204,6 +205,19 @@ export class AgentView {
     }
   }
 
+  /** A sub-agent's prompt or question must be seen: open every delegate card around it, even
+   * one the user folded. */
+  revealIfAwaited(id) {
+    let block = this.store.block(id);
+    if (!awaitsUser(block)) return;
+    const seen = new Set();
+    while (block && block.parent != null && !seen.has(String(block.parent))) {
+      seen.add(String(block.parent));
+      this.views.get(String(block.parent))?.reveal?.();
+      block = this.store.block(block.parent);
+    }
+  }
+
   /** The kernel reacted: buttons waiting on a block it changed, or on the run (its status, its
    * blocks), are live again. */
   settlePending(changes, state) {
@@ -226,8 +240,9 @@ export class AgentView {
         this.views.delete(id);
       }
     }
-    let prev = null;
-    for (const block of blocks) {
+    // A sub-agent's blocks go inside their delegate card (its `children` element), in order.
+    const last = new Map(); // container -> the element placed last in it
+    for (const [block, parentId] of placements(blocks)) {
       const id = String(block.id);
       let view = this.views.get(id);
       if (!view) {
@@ -236,9 +251,11 @@ export class AgentView {
         this.views.set(id, view);
         changedIds.add(id);
       }
-      const expected = prev ? prev.nextSibling : this.liveEl.firstChild;
-      if (expected !== view.el) this.liveEl.insertBefore(view.el, expected);
-      prev = view.el;
+      const container = (parentId !== null && this.views.get(parentId)?.children) || this.liveEl;
+      const prev = last.get(container);
+      const expected = prev ? prev.nextSibling : container.firstChild;
+      if (expected !== view.el) container.insertBefore(view.el, expected);
+      last.set(container, view.el);
     }
   }
 

@@ -69,7 +69,8 @@ export function truncate(text, max) {
 
 /**
  * A <details> whose open state follows `wanted` until the user toggles it, then stays as the
- * user left it (a block must not snap shut while someone is reading it).
+ * user left it (a block must not snap shut while someone is reading it). `force` opens or shuts
+ * it whatever the user did, and hands it back to `wanted` (a question inside must be seen).
  */
 export function controlledDetails(el) {
   let userSet = false;
@@ -78,7 +79,8 @@ export function controlledDetails(el) {
   el.addEventListener("toggle", () => {
     if (el.open !== expected) userSet = true;
   });
-  return (wanted) => {
+  return (wanted, force = false) => {
+    if (force) userSet = false;
     if (userSet || el.open === wanted) return;
     expected = wanted;
     el.open = wanted;

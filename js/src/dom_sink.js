@@ -4,7 +4,8 @@
 // list or long paragraph is built where it will stay (moving it at the end would lay it all out
 // again), through the writers of parts.js, which split a big block into parts exactly as they
 // split the same block rendered at once (a paragraph or a table is joined again when complete):
-// streamed or not, the element ends up the same.
+// streamed or not, the element ends up the same. A quote's or a list item's content streams into
+// its element through a DomSink of its own (stream_nested.js).
 
 import { sanitizedFragment } from "./markdown.js";
 import { Parts, TableParts, splitBlocks } from "./parts.js";
@@ -13,13 +14,18 @@ import { MarkdownStream } from "./stream.js";
 const OPEN_CLASS = "ipyagent-md-open";
 
 class DomSink {
-  constructor(el) {
+  /** `nested`: `el` is a quote or a list item, whose blocks are never put in parts (each big
+   * one is split on its own); `lead`: the text marked puts before its content. */
+  constructor(el, { nested = false, lead = "" } = {}) {
     this.el = el;
+    this.nested = nested;
+    this.lead = lead;
   }
 
   reset() {
-    this.el.replaceChildren();
-    this.top = new Parts(this.el, "blocks"); // the top-level blocks, in parts past a size
+    this.el.replaceChildren(...(this.lead ? [this.lead] : []));
+    // The top-level blocks, in parts past a size.
+    this.top = new Parts(this.el, this.nested ? "nested" : "blocks");
     this.tail = null;
     this.#clearOpen();
   }
@@ -153,6 +159,38 @@ class DomSink {
   tableClose() {
     this.parts.unsplit();
     this.#clearOpen();
+  }
+
+  // -- quotes and list items: a sink of their own --------------------------------------------------
+
+  quoteOpen(shellHtml) {
+    let inner = null;
+    this.#open(shellHtml, (quote) => {
+      inner = new DomSink(quote, { nested: true, lead: "\n" });
+      return null;
+    });
+    return inner;
+  }
+
+  quoteClose() {
+    this.#clearOpen();
+  }
+
+  /** The open list item, empty, its content to stream in through the sink returned. */
+  itemOpen() {
+    const li = this.el.ownerDocument.createElement("li");
+    li.className = OPEN_CLASS;
+    this.liveNode = li;
+    this.parts.setLive(li);
+    return new DomSink(li, { nested: true });
+  }
+
+  /** The open item (itemOpen) is finished as it is. */
+  itemKeep() {
+    this.liveNode.removeAttribute("class");
+    this.liveNode = null;
+    this.parts.keepLive();
+    this.parts.append([this.el.ownerDocument.createTextNode("\n")]); // as marked ends an item
   }
 
   // -- lists and long paragraphs ------------------------------------------------------------------

@@ -228,8 +228,15 @@ export function renderSaved(model, el, doc) {
   const root = doc.createElement("div");
   root.className = "ipyagent-saved";
   root.style.cssText = "font: inherit; white-space: pre-wrap; overflow-wrap: anywhere";
+  const depth = new Map(); // block id -> how many delegate cards hold it
   for (const block of blocks) {
-    const line = savedText(block);
+    const parent = block && block.parent != null ? String(block.parent) : null;
+    const level = parent !== null && depth.has(parent) ? depth.get(parent) + 1 : 0;
+    if (block && block.id != null) depth.set(String(block.id), level);
+    // A sub-agent's work is summed up under its card: its calls, not its text (the card's result).
+    if (level > 0 && block.kind === "text") continue;
+    const text = savedText(block);
+    const line = text && "  ".repeat(level) + text;
     if (!line) continue;
     const div = doc.createElement("div");
     div.textContent = line;

@@ -214,6 +214,20 @@ export function inlineScan(src) {
 
 const VOID_TAGS = new Set("area base br col embed hr img input link meta source track wbr".split(" "));
 
+/** What marked renders a list item's content into (inside its <li>): lexed as an item's content
+ * is, its paragraphs as bare text, or as paragraphs where the list is `loose`. */
+export function itemBodyHtml(src, loose) {
+  const lexer = new marked.Lexer(marked.defaults);
+  lexer.state.top = false;
+  const tokens = lexer.blockTokens(String(src), []);
+  for (const next of lexer.inlineQueue) {
+    lexer.state.inRawBlock = false;
+    lexer.inlineTokens(next.src, next.tokens);
+  }
+  if (loose) for (const t of tokens) if (t.type === "text") t.type = "paragraph";
+  return marked.parser(tokens);
+}
+
 /** The `<ul>`/`<ol>` around a list's items, empty: its attributes come from the list token. */
 export function listShellHtml(list) {
   const html = marked.parser([{ ...list, items: [] }]);

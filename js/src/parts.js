@@ -14,19 +14,20 @@
 //          parts is the gap between the blocks), once they hold BLOCK_PART characters;
 //   code   <pre><code>: parts end after a line, once they hold CODE_PART characters;
 //   list   <ul>/<ol>: parts end before an item, once they hold LIST_PART characters.
-// Code blocks and lists nested in a list item or a quote are split too, once the item or quote
-// is finished (until then it is rendered whole: streaming one is not linear yet).
+// The blocks nested in a quote or a list item are split by the same rules, each on its own: those
+// that stream (stream_nested.js) as they arrive, the others once the item or quote is finished.
 //
 // A paragraph or a table cannot be split without showing it: a part of a paragraph starts a new
 // line, and tables in parts cannot size their columns by all their rows. So these are split while
 // they stream, and joined again (`unsplit`) when they are complete, once, if the browser can lay
-// the whole out in one go (in some 40 ms: up to PARA_JOIN characters, TABLE_JOIN rows):
+// the whole out in one task of under 50 ms (up to PARA_JOIN characters, TABLE_JOIN rows: measured
+// by bench/browser_join.py, see docs/widget-protocol.md):
 //   p      past PARA_WHOLE characters, parts end after a sentence (". ", "! ", "? "), once they
 //          hold PARA_PART characters;
 //   table  a table goes on in another table past TABLE_ROWS rows, with column widths that the
 //          first rows suggest.
 // Rendered at once, a paragraph or table is split only past those sizes, so the page ends up the
-// same either way. Past them (a paragraph of 256 KB, a table of 300 rows) the parts show: a line
+// same either way. Past them (a paragraph of 128 KB, a table of 300 rows) the parts show: a line
 // break every PARA_PART characters, column widths from the first rows.
 //
 // Small blocks stay exactly as marked renders them. Only top-level text is ever cut, so a
@@ -42,11 +43,12 @@ export const PARA_WHOLE = 65536;
 export const LIST_PART = 4096;
 export const TABLE_ROWS = 50;
 /** The largest paragraph and table joined again when complete (see above). */
-export const PARA_JOIN = 262144;
+export const PARA_JOIN = 131072;
 export const TABLE_JOIN = 300;
 export const SHELF = 32;
 
-const LIMIT = { blocks: BLOCK_PART, code: CODE_PART, p: PARA_PART, list: LIST_PART };
+// "nested": the blocks of a quote or a list item, never cut (the big ones are split on their own).
+const LIMIT = { blocks: BLOCK_PART, code: CODE_PART, p: PARA_PART, list: LIST_PART, nested: Infinity };
 const PART_TAG = { blocks: "div", list: "div", code: "span", p: "span", table: "div" };
 /** Top-level blocks with margins of 0.5em (ipyagent.css): a part may end between two of them. */
 const EVEN = /^(P|UL|OL|PRE|BLOCKQUOTE|TABLE)$/;
@@ -86,6 +88,22 @@ export class Parts {
     if (node) (this.part ?? this.el).append(node);
   }
 
+  /** The node showing the block's unfinished end is finished as it is: it stays where it is (a
+   * list item streamed in, which moving would lay out again), or goes into the next part if one
+   * begins before it, as if appended now. */
+  keepLive() {
+    const node = this.live;
+    this.live = null;
+    if (!node) return;
+    if (this.#cutBefore(node)) {
+      node.remove();
+      this.#node(node);
+      return;
+    }
+    splitNested(node);
+    this.#counted(node);
+  }
+
   /** Append finished nodes, in order. */
   append(nodes) {
     for (const node of Array.from(nodes)) {
@@ -94,12 +112,16 @@ export class Parts {
     }
   }
 
-  #node(node) {
-    const cut =
+  #cutBefore(node) {
+    return (
       this.cutNext ||
       (this.kind === "list" && node.nodeName === "LI" && this.size >= this.limit) ||
-      (this.kind === "blocks" && this.#blockCut(node));
-    if (cut) {
+      (this.kind === "blocks" && this.#blockCut(node))
+    );
+  }
+
+  #node(node) {
+    if (this.#cutBefore(node)) {
       this.#newPart();
       if (this.el.nodeName === "OL" && node.nodeName === "LI") {
         // A part keeps its counters to itself (content-visibility implies style containment):
@@ -111,6 +133,10 @@ export class Parts {
     // of the top-level blocks is rendered whole, so the same parts whichever way it came).
     if (node.nodeType === 1 && (this.kind === "list" || this.kind === "blocks")) splitNested(node);
     this.#put(node);
+    this.#counted(node);
+  }
+
+  #counted(node) {
     if (node.nodeName === "LI") this.items++;
     this.size += node.textContent.length;
     // An element between them: the text before it cannot end a sentence for a cut after it.
@@ -382,13 +408,13 @@ function split(el) {
   new Parts(holder, kind).append(children); // a list's items split what is nested in them
 }
 
-/** Split the big code blocks and lists nested in `el` (in a list item, in a quote). Not in a
- * table: its rows are written as they come (TableParts), never split. */
+/** Split the big blocks nested in `el` (in a list item, in a quote), as they are split had they
+ * streamed in (stream_nested.js). Not in a table: its cells are never split. */
 function splitNested(el) {
   if (el.nodeName === "TABLE" || el.textContent.length < CODE_PART) return;
-  // (Paragraphs nested in an item or a quote are not split while they stream, nor here.)
-  for (const inner of Array.from(el.querySelectorAll(":scope pre, :scope ul, :scope ol"))) {
-    const table = inner.closest("table");
+  const nested = ":scope pre, :scope ul, :scope ol, :scope p, :scope table";
+  for (const inner of Array.from(el.querySelectorAll(nested))) {
+    const table = inner.parentElement.closest("table");
     if (!table || !el.contains(table)) split(inner);
   }
 }

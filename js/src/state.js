@@ -26,6 +26,23 @@ export function normalizeState(raw) {
   return state;
 }
 
+/**
+ * Where each block is drawn: `[block, parentId]` in list order, `parentId` being the id of the
+ * delegate card that holds a sub-agent's block (its `parent`), or null for the view's own
+ * blocks. A block whose parent is not an earlier block of the list is drawn at the top level, so
+ * nothing is ever lost from sight.
+ */
+export function placements(blocks) {
+  const seen = new Set();
+  const out = [];
+  for (const block of blocks) {
+    const parent = block.parent == null ? null : String(block.parent);
+    out.push([block, parent !== null && seen.has(parent) ? parent : null]);
+    seen.add(String(block.id));
+  }
+  return out;
+}
+
 function isBlock(b) {
   return b && typeof b === "object" && b.id != null && typeof b.kind === "string";
 }

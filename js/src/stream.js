@@ -7,6 +7,8 @@
 //     rest shows as plain text for now;
 //   a table: each complete row is rendered once; an update's rows are appended together;
 //   a list and a long paragraph: see stream_text.js (item by item; sentence by sentence);
+//   a quote: its content, the markers taken off, streams through a MarkdownStream of its own
+//     (stream_nested.js), and so does a list item's once it is big;
 //   anything else: re-rendered only when it has grown by half since the last time (amortized
 //     linear), the newest text shown as plain text in between.
 // DOM-free: it drives a `sink` (dom_sink.js applies it to the page; the tests build strings), and
@@ -14,19 +16,33 @@
 
 import { GrowingText } from "./growing_text.js";
 import { codeShellHtml, highlightSegment, lexBlocks, markdownHtml } from "./markdown.js";
+import { QUOTE_START, QuoteRegion } from "./stream_nested.js";
 import { ANY_FENCE, LIST_ITEM, ListRegion, PIECE, ParagraphRegion, showGrowing } from "./stream_text.js";
 
 const FENCE_OPEN = /^(`{3,}|~{3,})([^\n]*)$/;
 const ATX_HEADING = /^ {0,3}#{1,6}(?:[ \t]|$)/;
 const TABLE_DELIM = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
-// Constructs whose meaning reaches across regions (link reference definitions, raw HTML blocks,
-// which may span blank lines): a text with any of them gets one whole render at the end.
-const NON_LOCAL = /^ {0,3}(?:\[[^\]\n]+\]:|<)/m;
+// Constructs whose meaning reaches across regions (link reference definitions, in a quote or an
+// item too; raw HTML blocks, which may span blank lines): a text with any of them gets one whole
+// render at the end.
+const NON_LOCAL = /^ {0,3}<|^[ \t>]*(?:(?:[*+-]|\d{1,9}[.)])[ \t]+)?\[[^\]\n]+\]:/m;
 
 export class MarkdownStream {
-  constructor(sink) {
+  /** `render`: the HTML of markdown source rendered at once (a list item's content renders
+   * otherwise than the top level's: markdown.js itemBodyHtml); `paragraphs`: whether a long
+   * paragraph may stream in pieces (its <p> is the top level's). */
+  constructor(sink, { render = markdownHtml, paragraphs = true } = {}) {
     this.sink = sink;
+    this.render = render;
+    this.paragraphs = paragraphs;
     this.reset();
+  }
+
+  /** A stream for the content of a block nested in this one (a quote, a list item), into `sink`. */
+  nested(sink, options) {
+    const inner = new MarkdownStream(sink, options);
+    inner.streaming = true;
+    return inner;
   }
 
   reset() {
@@ -57,6 +73,12 @@ export class MarkdownStream {
     } else if (!more && streaming === this.streaming) {
       return undefined;
     }
+    return this.append(more, streaming);
+  }
+
+  /** `more` was appended to the text; `streaming` false: the text is complete. (A nested stream
+   * is fed through this alone.) */
+  append(more, streaming) {
     this.text.append(more);
     this.streaming = streaming;
     const text = this.text;
@@ -85,7 +107,7 @@ export class MarkdownStream {
 
   #whole(text) {
     this.reset();
-    this.sink.freeze(markdownHtml(text));
+    this.sink.freeze(this.render(text));
     this.text = new GrowingText(text);
     this.streaming = false;
   }
@@ -147,6 +169,11 @@ class TextRegion {
     }
     const fence = ANY_FENCE.exec(line);
     if (fence && !(fence[1][0] === "`" && fence[2].includes("`"))) this.fence = fence[1];
+    if (this.lines === 0 && !this.plain && QUOTE_START.test(line)) {
+      s.region = new QuoteRegion(s, at);
+      s.region.line(line, at);
+      return;
+    }
     const item = LIST_ITEM.test(line);
     const flush = !/^\s/.test(line);
     if (this.heading || (this.prevBlank && !blank && flush && (!item || !this.hasList) && !this.fence)) {
@@ -187,8 +214,14 @@ class TextRegion {
 
   show() {
     const s = this.s;
+    if (this.lines === 0 && !this.plain && QUOTE_START.test(s.text.slice(s.scan, s.scan + 4))) {
+      // A quote on one long line so far (a paragraph).
+      s.region = new QuoteRegion(s, this.start);
+      s.region.show();
+      return;
+    }
     const len = s.text.length - this.start;
-    if (!this.plain && len >= this.paraAt && !this.fence) {
+    if (!this.plain && s.paragraphs && len >= this.paraAt && !this.fence) {
       this.paraAt = len * 2;
       const src = s.text.slice(this.start);
       const tokens = lexBlocks(src);
@@ -199,12 +232,12 @@ class TextRegion {
         return;
       }
     }
-    showGrowing(s, this.start, this.shown, (src) => markdownHtml(src));
+    showGrowing(s, this.start, this.shown, s.render);
   }
 
   close(end) {
     const src = this.s.text.slice(this.start, end);
-    if (src.trim()) this.s.sink.freeze(markdownHtml(src));
+    if (src.trim()) this.s.sink.freeze(this.s.render(src));
     else this.s.sink.live("");
   }
 }

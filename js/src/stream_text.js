@@ -1,7 +1,8 @@
 // The regions of stream.js for lists and long paragraphs, where the open block would otherwise
 // be re-rendered whole as it grows:
 //   a list: each top-level item is rendered once, when the next one starts (an update's items
-//     are handed over together); only the open item is re-rendered as it grows;
+//     are handed over together); only the open item is re-rendered as it grows, and once it is
+//     big its content streams on its own (stream_nested.js ItemBody) and is not rendered again;
 //   a long paragraph: closed a piece at a time, at a sentence end (". " before more text), so
 //     that the pieces' inline HTML joins into exactly the paragraph's: a piece leaves no HTML tag
 //     open, and what it leaves unmatched (a stray "*", say) must stay unmatched: a later piece
@@ -11,7 +12,8 @@
 // next item's first line; the paragraph's last line and the new one); when one fails (a
 // paragraph underlined into a heading, say) it falls back to rendering the region as text.
 
-import { inlineHtml, inlineScan, lexBlocks, listItemHtml, listShellHtml, markdownHtml } from "./markdown.js";
+import { inlineHtml, inlineScan, lexBlocks, listItemHtml, listShellHtml } from "./markdown.js";
+import { ItemBody } from "./stream_nested.js";
 
 /** Regions up to this size are simply re-rendered on every update (marked takes ~1 ms per KB). */
 export const SMALL = 2048;
@@ -75,6 +77,10 @@ export class ListRegion {
     this.fence = null;
     this.shown = { len: 0, to: at };
     this.#trackFence(line);
+    this.body = null; // the item's content streaming on its own (ItemBody), once it is big
+    // A task's checkbox, a tab in the marker's line: the item is rendered whole as it grows.
+    this.bodyFails = /^[ \t]*(?:[*+-]|\d{1,9}[.)])[ \t]+\[[ xX]\](?:[ \t]|$)|^[^\t]*\t/.test(line);
+    this.itemLoose = false; // a blank line in the item, before more of it, made the list loose
   }
 
   #trackFence(line) {
@@ -92,10 +98,12 @@ export class ListRegion {
     if (this.fence) {
       this.#trackFence(line);
       this.prevBlank = false;
+      this.#toBody(line, at);
       return;
     }
     if (!line.trim()) {
       this.prevBlank = true;
+      this.#toBody(line, at);
       return;
     }
     const shallow = indentOf(line) < this.indent;
@@ -108,8 +116,51 @@ export class ListRegion {
       s.region.line(line, at);
       return;
     }
+    if (this.prevBlank && !this.loose && !this.itemLoose) this.itemLoose = this.#looseWith(line, at);
     this.#trackFence(line);
     this.prevBlank = false;
+    this.#toBody(line, at);
+  }
+
+  #toBody(line, at) {
+    if (this.body && !this.body.line(line, at)) this.#dropBody();
+  }
+
+  /** The open item's content cannot stream on its own: it is rendered whole again as it grows. */
+  #dropBody() {
+    this.body = null;
+    this.bodyFails = true;
+    this.shown = { len: 0, to: this.itemStart };
+  }
+
+  /** Stream the open item's content on its own from now on: its lines so far, again. */
+  #startBody() {
+    const s = this.s;
+    this.body = new ItemBody(s, this.itemStart, this.indent, this.loose);
+    for (let at = this.itemStart, nl; at < s.scan; at = nl + 1) {
+      nl = s.text.indexOf("\n", at);
+      if (!this.body.line(s.text.slice(at, nl), at)) {
+        this.#dropBody();
+        return;
+      }
+    }
+  }
+
+  /** Whether the open item with `line` after a blank line makes the list loose (marked's view). */
+  #looseWith(line, at) {
+    const list = lexBlocks(`${this.s.text.slice(this.itemStart, at)}${line}\n`)[0];
+    return list?.type === "list" && list.loose;
+  }
+
+  /** The list is loose: its items so far, again, once. */
+  #turnLoose() {
+    this.loose = true;
+    this.s.sink.listOpen(listShellHtml(this.list));
+    this.html = this.items.map((t) => listItemHtml(this.list, t, true)).join("");
+    if (this.body) {
+      this.body = null; // its <li> went with the list: it starts again
+      this.shown = { len: 0, to: this.itemStart };
+    }
   }
 
   /** Whether the list ends before `line` (marked's view of the open item and that line). */
@@ -142,13 +193,17 @@ export class ListRegion {
   }
 
   #finished(item, loose) {
-    if (loose && !this.loose) {
-      // A blank line between items makes the whole list loose: its items so far, again, once.
-      this.loose = true;
-      this.s.sink.listOpen(listShellHtml(this.list));
-      this.html = this.items.map((t) => listItemHtml(this.list, t, true)).join("");
-    }
+    // A blank line between items makes the whole list loose.
+    if (loose && !this.loose) this.#turnLoose();
+    const body = this.body;
+    this.body = null;
     this.items.push(item);
+    if (body?.finish(item, this.loose)) {
+      // The item as it streamed is the item: it stays (after the items finished before it).
+      this.flush();
+      this.s.sink.itemKeep();
+      return;
+    }
     this.html += listItemHtml(this.list, item, this.loose);
   }
 
@@ -158,7 +213,14 @@ export class ListRegion {
   }
 
   show() {
-    showGrowing(this.s, this.itemStart, this.shown, (src) => {
+    const s = this.s;
+    if (this.itemLoose && !this.loose) this.#turnLoose();
+    if (!this.body && !this.bodyFails && s.text.length - this.itemStart > SMALL) this.#startBody();
+    if (this.body) {
+      this.body.show();
+      return;
+    }
+    showGrowing(s, this.itemStart, this.shown, (src) => {
       const token = lexBlocks(src)[0];
       if (token?.type !== "list") return "";
       return listItemHtml(this.list, token.items[0], this.loose || token.loose);
@@ -173,7 +235,7 @@ export class ListRegion {
     if (tokens.length !== 1 || list.type !== "list" || list.items.length !== 1) {
       // Not the one item it was taken for: the region, rendered whole.
       s.sink.drop();
-      s.sink.freeze(markdownHtml(s.text.slice(this.start, end)));
+      s.sink.freeze(s.render(s.text.slice(this.start, end)));
       return;
     }
     this.#finished(list.items[0], list.loose);
@@ -287,7 +349,7 @@ export class ParagraphRegion {
     const rest = s.text.slice(this.closedTo, stop);
     if (rest && this.#closesStray(inlineScan(rest))) {
       s.sink.drop();
-      s.sink.freeze(markdownHtml(s.text.slice(this.start, end)));
+      s.sink.freeze(s.render(s.text.slice(this.start, end)));
       return;
     }
     if (rest) s.sink.paraHtml(inlineHtml(rest));

@@ -298,6 +298,28 @@ describe("the runtime loads once per page", () => {
     await settle();
     assert.equal(el.text, "live run");
   });
+
+  test("the saved text sums a sub-agent up under its delegate card", () => {
+    const p = page();
+    const run = widget("run", "h1", p.env);
+    const state = {
+      seq: 9,
+      status: "completed",
+      blocks: [
+        { id: "d1", kind: "tool", name: "delegate", status: "done" },
+        { id: "d1/r1.1.0", kind: "text", text: "child thinking aloud", parent: "d1" },
+        { id: "c2", kind: "tool", name: "lookup", status: "done", parent: "d1" },
+        { id: "t9", kind: "text", text: "Parent's answer." },
+      ],
+    };
+    const model = new Model({ state });
+    const el = new Element("div");
+    run.initialize({ model });
+    run.render({ model, el });
+    p.timers.advance(FALLBACK_AFTER_MS);
+    assert.match(el.text, /→ delegate \(done\)\n {2}→ lookup \(done\)\nParent's answer\./);
+    assert.doesNotMatch(el.text, /child thinking aloud/);
+  });
 });
 
 describe("StateKeeper", () => {

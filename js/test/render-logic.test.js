@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { summarizeArgs } from "../src/blocks.js";
+import { awaitsUser, subagentSummary, summarizeArgs } from "../src/blocks.js";
 import { endsInRetryableError, usageText } from "../src/common.js";
 import { formatCost, formatDuration, formatInt } from "../src/dom.js";
 import { highlightHtml } from "../src/markdown.js";
@@ -47,6 +47,25 @@ describe("labels and footer", () => {
       false,
     );
     assert.equal(endsInRetryableError([]), false);
+  });
+
+  test("subagentSummary: status, model and usage, as far as known", () => {
+    assert.equal(
+      subagentSummary({ status: "completed", model: "openai/gpt-4.1", usage: { input: 1200, output: 80 } }),
+      "Sub-agent · done · openai/gpt-4.1 · 1,200 in · 80 out",
+    );
+    assert.equal(subagentSummary({ status: "running", model: "", usage: null }), "Sub-agent · working…");
+    assert.equal(subagentSummary({ status: "exhausted" }), "Sub-agent · stopped: limit reached");
+    assert.equal(subagentSummary(null), "");
+  });
+
+  test("awaitsUser: a permission prompt or an unanswered question", () => {
+    assert.equal(awaitsUser({ kind: "tool", permission: true }), true);
+    assert.equal(awaitsUser({ kind: "tool", permission: false }), false);
+    assert.equal(awaitsUser({ kind: "question", answer: null }), true);
+    assert.equal(awaitsUser({ kind: "question", answer: "blue" }), false);
+    assert.equal(awaitsUser({ kind: "text" }), false);
+    assert.equal(awaitsUser(undefined), false);
   });
 
   test("formatting", () => {

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Store, normalizeState } from "../src/state.js";
+import { Store, normalizeState, placements } from "../src/state.js";
 
 const base = () => ({
   seq: 3,
@@ -277,5 +277,49 @@ describe("state", () => {
     }
     assert.equal(store.block("t").text.length, 80_000);
     assert.ok(performance.now() - start < 2000);
+  });
+});
+
+describe("placements", () => {
+  test("a sub-agent's blocks go in their delegate card, in order; the rest at the top", () => {
+    const blocks = [
+      { id: "t0", kind: "text" },
+      { id: "call_d", kind: "tool" },
+      { id: "call_d/r1.1.0", kind: "text", parent: "call_d" },
+      { id: "call_x", kind: "tool", parent: "call_d" },
+      { id: "call_d2", kind: "tool", parent: "call_d" },
+      { id: "call_y", kind: "tool", parent: "call_d2" },
+      { id: "t1", kind: "text" },
+    ];
+    assert.deepEqual(
+      placements(blocks).map(([b, parent]) => [b.id, parent]),
+      [
+        ["t0", null],
+        ["call_d", null],
+        ["call_d/r1.1.0", "call_d"],
+        ["call_x", "call_d"],
+        ["call_d2", "call_d"],
+        ["call_y", "call_d2"],
+        ["t1", null],
+      ],
+    );
+  });
+
+  test("a block whose card is missing, or comes later, is drawn at the top level", () => {
+    const blocks = [
+      { id: "a", kind: "text", parent: "gone" },
+      { id: "b", kind: "text", parent: "c" },
+      { id: "c", kind: "tool" },
+      { id: 7, kind: "text", parent: "c" },
+    ];
+    assert.deepEqual(
+      placements(blocks).map(([b, parent]) => [b.id, parent]),
+      [
+        ["a", null],
+        ["b", null],
+        ["c", null],
+        [7, "c"],
+      ],
+    );
   });
 });

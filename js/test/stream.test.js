@@ -20,7 +20,9 @@ class StringSink {
     this.html += html;
   }
   live(html) {
-    this.renders += html.length;
+    const root = this.root ?? this;
+    root.renders += html.length;
+    root.maxRender = Math.max(root.maxRender ?? 0, html.length);
   }
   liveText() {}
   drop() {
@@ -72,6 +74,27 @@ class StringSink {
   }
   paraClose() {
     this.#close();
+  }
+  /** A quote's content: a sink of its own, whose HTML goes inside the quote. */
+  quoteOpen() {
+    const inner = new StringSink();
+    inner.root = this.root ?? this;
+    this.open = { head: "<blockquote>\n", body: "", foot: "</blockquote>\n", inner };
+    return inner;
+  }
+  quoteClose() {
+    this.open.body = this.open.inner.html;
+    this.#close();
+  }
+  /** The open list item's content: a sink of its own, kept if the item stays as it streamed. */
+  itemOpen() {
+    this.item = new StringSink();
+    this.item.root = this.root ?? this;
+    return this.item;
+  }
+  itemKeep() {
+    this.open.body += `<li>${this.item.html}</li>\n`;
+    this.item = null;
   }
   done() {
     this.finished = true;
@@ -180,12 +203,44 @@ Object.assign(SHAPES, {
   introList: "Here are the steps:\n1. one\n2. two\n\nDone.",
   itemAfterBlank: "- a\n\nnot in the list\n- new list\n",
 });
+const quoted = (text) => text.replace(/^/gm, "> ").replace(/^> $/gm, ">");
+Object.assign(SHAPES, {
+  quote: "> a\n> b\n\n> c\n>d\n",
+  quoteCode: `> Intro:\n>\n${quoted(`\`\`\`python\n${PY.join("\n")}\n\`\`\``)}\n> After.\n\nOut.`,
+  quoteTable: `Before.\n\n${quoted(SHAPES.table)}\nOut.`,
+  quoteList: quoted(SHAPES.looseList),
+  quoteLazy: "> x\nlazy line\n> more\n\nafter",
+  quoteEnds: "> x\n# heading\n> y\n---\n> z\n```\ncode\n```\n",
+  quoteTab: ">\tcode\n>\ttoo\n",
+  quoteDeep: "> > inner\n> > more\n> - item\n>   - sub\n> text\n",
+  quoteUnclosed: "> ```py\n> x = 1",
+  quoteRef: "> [a]: http://example.com\n\nSee [a].\n",
+  quoteHtml: "> <div>\n> *x*\n> </div>\n",
+});
 SHAPES.mix = Object.values(SHAPES).join("\n\n");
 // Big enough that lists and paragraphs stream in pieces, kept out of the mix (it is slow enough).
 // One stray "*" early on (it stays unmatched: watched, not in the way), then prose.
 SHAPES.bigParagraph = `${SENTENCES[5]} ${sentences(400).replaceAll(SENTENCES[5], "A last sentence.")}`;
 // A "*" left open that a later one closes: the paragraph is rendered whole after all.
 SHAPES.lateClose = `${SENTENCES[5]} ${sentences(120).replaceAll(SENTENCES[5], "More.")} and here it ends*.`;
+SHAPES.bigQuote = quoted(SHAPES.bigParagraph);
+// List items big enough that their content streams on its own (stream_nested.js ItemBody).
+const indented = (text, pad = "  ") => text.replace(/^(?=.)/gm, pad);
+const bigCode = `\`\`\`python\n${Array.from({ length: 30 }, () => PY.join("\n")).join("\n")}\n\`\`\``;
+Object.assign(SHAPES, {
+  bigItemCode: `- Here:\n${indented(bigCode)}\n- next\n- and\n${indented(bigCode)}\n  after\n`,
+  bigItemLoose: `1. Intro:\n\n${indented(bigCode, "   ")}\n\n   Then text.\n2. two\n`,
+  bigItemTurnsLoose: `- a\n${indented(bigCode)}\n\n- b\n- c\n`,
+  bigItemTable: `- rows:\n\n${indented(SHAPES.table.replace(/\n\n/, `\n${"| a | b |\n".repeat(90)}\n`))}-\n`,
+  bigItemParagraph: `- ${sentences(60, "\n  ")}\n- next\n`,
+  bigItemLazy: `- start\n${indented(bigCode.slice(0, 3000))}\nlazy line\n  more\n  \`\`\`\n- next\n`,
+  bigItemNested: `- outer\n  - inner\n${indented(bigCode, "    ")}\n  - inner two\n- outer two\n`,
+  bigItemTab: `-\tHere:\n${indented(bigCode)}\n`,
+  bigItemTask: `- [ ] todo:\n${indented(bigCode)}\n- [x] done\n`,
+  bigItemQuote: `- quoted:\n${indented(quoted(bigCode))}\n- next\n`,
+  bigQuoteItem: quoted(`- in a quote:\n${indented(bigCode)}\n- next`),
+  bigItemUnclosed: `- open:\n${indented(bigCode.slice(0, 4000))}`,
+});
 SHAPES.bigList = Array.from(
   { length: 300 },
   (_, i) => `${i + 1}. item ${i} ${SENTENCES[i % 6]}${i % 7 ? "" : "\n     - sub *item*\n     - two"}`,
@@ -279,6 +334,18 @@ describe("lists and long paragraphs stream in pieces", () => {
     }
   });
 
+  test("a big item streams its content on its own and stays as it streamed", () => {
+    for (const name of ["bigItemCode", "bigItemLoose", "bigItemTable", "bigItemNested", "bigItemQuote"]) {
+      const sink = streamed(SHAPES[name], [64]);
+      assert.ok(sink.calls.itemKeep >= 1, name);
+      assert.equal(sink.calls.drop, undefined, name);
+    }
+    // Those it cannot stream so are rendered whole again, once.
+    for (const name of ["bigItemLazy", "bigItemTab", "bigItemTask"]) {
+      assert.equal(streamed(SHAPES[name], [64]).calls.itemKeep, undefined, name);
+    }
+  });
+
   test("a list that turns loose renders its items again, once", () => {
     const sink = streamed(SHAPES.listLoose, [64]);
     assert.equal(sink.calls.listOpen, 2);
@@ -297,6 +364,8 @@ describe("streaming work is proportional to what arrives", () => {
     if (shape === "code") return `\`\`\`python\n${Array.from({ length: n }, (_, i) => PY[i % PY.length]).join("\n")}\n`;
     if (shape === "table") return `| a | b |\n|---|---|\n${"| x | *y* |\n".repeat(n)}`;
     if (shape === "list") return "- item *x*\n".repeat(n);
+    if (shape.startsWith("quote ")) return big(shape.slice(6), n).replace(/^/gm, "> ");
+    if (shape.startsWith("item ")) return `- first\n- ${big(shape.slice(5), n).replace(/\n(?=.)/g, "\n  ")}`;
     return "Word **bold** and more. ".repeat(n);
   };
   test("what one update brings to a code block or table reaches the page in one piece", () => {
@@ -323,12 +392,16 @@ describe("streaming work is proportional to what arrives", () => {
     }
   });
 
-  for (const shape of ["code", "table", "list", "paragraph"]) {
+  const shapes = ["code", "table", "list", "paragraph", "quote code", "quote table", "quote paragraph"];
+  for (const shape of [...shapes, "item code", "item table", "quote item code"]) {
     test(shape, () => {
       // Re-rendering the open region on every update would cost ~n²/chunk; the budget is linear.
+      // Nor is the open block rendered again whole now and then (one such render is one long
+      // task in a browser): what is rendered again at once stays small, however big the block.
       const text = big(shape, 4000);
       const sink = streamed(text, sizes);
       assert.ok(sink.renders < 6 * markdownHtml(text).length, `${sink.renders} characters re-rendered`);
+      assert.ok((sink.maxRender ?? 0) < 8192, `${sink.maxRender} characters rendered again at once`);
       assert.equal(sink.html, markdownHtml(text));
     });
   }

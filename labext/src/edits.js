@@ -1,7 +1,7 @@
 // The kernel's edits of the open document: `edit` and `undo_edit` (docs/live-notebook-protocol.md).
 // Pure: it changes a document through a small adapter (`ids`, `source`, `setSource`, `cellJSON`,
-// `insert`, `remove`, `move`, `getMeta`, `setMeta`), so node's tests drive it with an array and
-// index.js with the notebook's shared model, inside one transaction.
+// `insert`, `remove`, `move`, `getMeta`, `setMeta`, `setOutputs`), so node's tests drive it with
+// an array and index.js with the notebook's shared model, inside one transaction.
 //
 // An edit is all or nothing: every op's guard (the source the agent expects, the neighbour a cell
 // goes after) is checked on a simulation of the whole request before anything changes. Its undo
@@ -140,7 +140,14 @@ export function applyEdit(doc, { ops, provenance }, newId) {
     switch (op.op) {
       case "replace": {
         const i = ids.indexOf(op.cell_id);
-        inverse.push({ op: "replace", cell_id: op.cell_id, expect: op.source, source: op.expect, meta: doc.getMeta(i) });
+        const undo = { op: "replace", cell_id: op.cell_id, expect: op.source, source: op.expect, meta: doc.getMeta(i) };
+        const old = doc.cellJSON(i);
+        if (Array.isArray(old.outputs)) {
+          // A checkpoint puts back what the cell showed too: it may run (Keep on a fix) before an undo.
+          undo.outputs = old.outputs;
+          undo.execution_count = old.execution_count ?? null;
+        }
+        inverse.push(undo);
         doc.setSource(i, op.source);
         doc.setMeta(i, stamp);
         touched.push(op.cell_id);
@@ -217,10 +224,15 @@ export function undoEdit(doc, inverse) {
     if (op.op === "replace") {
       doc.setSource(i, op.source);
       doc.setMeta(i, op.meta);
+      if (op.outputs !== undefined) doc.setOutputs(i, op.outputs, op.execution_count);
       undone.push({ cell_id: op.cell_id, index: i });
     } else if (op.op === "delete") {
       doc.remove(i);
       undone.push({ cell_id: op.cell_id, index: null });
+    } else if (op.op === "outputs") {
+      // A cell the run ran (outputsBefore): what it showed before, if its source is as it ran.
+      doc.setOutputs(i, op.outputs, op.execution_count);
+      undone.push({ cell_id: op.cell_id, index: i });
     } else {
       const rest = ids.filter((id) => id !== op.cell_id);
       const to = anchorIndex(rest, op.after_id);
@@ -305,6 +317,21 @@ export function reviewsOf(ops, answer) {
     else if (op.op === "insert") reviews.push({ cellId: cell.cell_id, before: null, after: op.source });
   });
   return reviews;
+}
+
+/**
+ * The inverse op that puts back what a code cell showed before a run ran it (`run_cell`): its
+ * outputs and execution count, guarded by its source then (a cell the user changed since keeps
+ * the outputs of what it holds). `cell` is the cell's nbformat JSON.
+ */
+export function outputsBefore(cell) {
+  return {
+    op: "outputs",
+    cell_id: cell.id,
+    expect: String(cell.source ?? ""),
+    outputs: Array.isArray(cell.outputs) ? cell.outputs : [],
+    execution_count: cell.execution_count ?? null,
+  };
 }
 
 /** The inverse ops of one cell of an edit (a cell kept, another undone: only that one's). */

@@ -6,15 +6,19 @@
 // the comm when it finds the kernel's announce comm (a kernel that loaded ipyagent before the
 // page connected) or when the kernel opens one (a `%load_ext` run later, a restarted kernel).
 // Kernels that never load ipyagent are never sent anything but a comm_info request.
+// On the cells it shows the review of the kernel's edits (review.js), each run's bar (runs.js),
+// kept across a reload (persist.js), and the Fix button on a failed cell (fix.js).
 // The protocol: docs/live-notebook-protocol.md.
 
 import { Notification } from "@jupyterlab/apputils";
-import { INotebookTracker } from "@jupyterlab/notebook";
+import { INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
 import pkg from "../package.json";
 import { ANNOUNCE_TARGET, PROTOCOL, TARGET, hello, mismatchMessage } from "./protocol.js";
 import { applyCellOutputs, findCell } from "./cell_outputs.js";
-import { EditLog, applyEdit, inverseFor, reviewsOf, undoEdit } from "./edits.js";
-import { REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, reviewElement, runBarElement } from "./review.js";
+import { EditLog, applyEdit, inverseFor, outputsBefore, reviewsOf, undoEdit } from "./edits.js";
+import { FixOutput, fixRequest, offersFix } from "./fix.js";
+import { FIX_CLASS, REVIEW_CLASS, RUN_BAR_CLASS, ensureStyle, fixElement, reviewElement, runBarElement } from "./review.js";
+import { restore, snapshotText, storageKey } from "./persist.js";
 import { RunLog, runOf, undoRunMessage } from "./runs.js";
 import { documentSnapshot } from "./snapshot.js";
 
@@ -26,9 +30,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * The adapter edits.js changes a document through, over a notebook's shared model. It reads the
  * cells from the Yjs array, not from `sharedModel.cells`, which is updated only when a transaction
- * ends: an edit's ops run in one transaction and each must see what the previous one did.
+ * ends: an edit's ops run in one transaction and each must see what the previous one did. Outputs
+ * an undo puts back are set on the cells' models after it (`later`), as a run's outputs are.
  */
-function sharedDocument(sharedModel) {
+function sharedDocument(sharedModel, later) {
   const ycells = sharedModel.ydoc.getArray("cells");
   const ymeta = (i) => ycells.get(i).get("metadata");
   return {
@@ -40,6 +45,7 @@ function sharedDocument(sharedModel) {
       text.insert(0, value);
     },
     cellJSON: (i) => ycells.get(i).toJSON(),
+    setOutputs: (i, outputs, count) => later.push({ id: ycells.get(i).get("id"), outputs, count }),
     insert: (i, cell) => sharedModel.insertCell(i, cell).id,
     remove: (i) => sharedModel.deleteCell(i),
     move: (from, to) => {
@@ -72,15 +78,30 @@ function sharedDocument(sharedModel) {
  * before and after, so Ctrl-Z undoes the agent's change whole and never merges it with the user's
  * typing.
  */
-function inOneStep(sharedModel, change) {
+function inOneStep(sharedModel, change, cells) {
   const undo = sharedModel.undoManager;
   if (undo) undo.stopCapturing();
   let result;
+  const later = [];
   sharedModel.transact(() => {
-    result = change(sharedDocument(sharedModel));
+    result = change(sharedDocument(sharedModel, later));
   });
   if (undo) undo.stopCapturing();
+  for (const { id, outputs, count } of later) {
+    try {
+      applyCellOutputs(findCell(cells, id), { cell_id: id, reset: true, outputs, running: false, execution_count: count });
+    } catch (err) {
+      console.warn("ipyagent: could not put a cell's outputs back:", (err && err.message) || err);
+    }
+  }
   return result;
+}
+
+/** A cell's outputs as `{output_type}` only: read at every render, so no output is serialized. */
+function outputTypes(outputs) {
+  const types = [];
+  for (let i = 0; i < outputs.length; i++) types.push({ output_type: outputs.get(i).type });
+  return types;
 }
 
 /** The channel of one document (all its views share a session) to its kernel. */
@@ -99,9 +120,13 @@ class Link {
     /** The edits grouped by the run that made them: "Undo run" and "Keep all". */
     this.runs = new RunLog();
     this.lookup = (editId) => this.edits.get(editId);
-    /** Cells awaiting the user's review: cell id -> {editId, run, before, after, note}. */
+    /** Cells awaiting the user's review: cell id -> {editId, run, before, after, note, fix, explanation}. */
     this.reviews = new Map();
+    /** Cells whose Fix is running (`%agent fix` in the kernel). */
+    this.fixing = new Set();
     this.renderScheduled = false;
+    this.saveScheduled = false;
+    this.loaded = false;
     this.onAnnounce = () => void this.connect();
     sessionContext.kernelChanged.connect(this.onKernelChanged, this);
     sessionContext.statusChanged.connect(this.onStatus, this);
@@ -114,13 +139,17 @@ class Link {
   }
 
   set state(value) {
+    const changed = value !== this._state;
     this._state = value;
     for (const view of this.views) view.node.dataset.ipyagentLive = value;
+    // The Fix buttons are offered only while the kernel's ipyagent is connected.
+    if (changed) this.scheduleReviews();
   }
 
   addView(view) {
     this.views.add(view);
     this.current = this.current || view;
+    this.load();
     view.node.dataset.ipyagentLive = this._state;
     // Cells are re-created when moved, and shown again when scrolled to: the review follows.
     view.content.modelContentChanged.connect(this.scheduleReviews, this);
@@ -291,7 +320,9 @@ class Link {
       const view = this.current;
       if (!view || !view.content.model) throw new Error("the notebook is no longer open in this page");
       const p = params || {};
-      applyCellOutputs(findCell(view.content.model.cells, p.cell_id), p);
+      const cell = findCell(view.content.model.cells, p.cell_id);
+      if (p.reset && typeof p.run === "string" && p.run && cell) this.ranInRun(p.run, cell);
+      applyCellOutputs(cell, p);
     } catch (err) {
       console.warn("ipyagent: could not show a cell's outputs:", (err && err.message) || err);
     }
@@ -325,11 +356,29 @@ class Link {
     }
   }
 
+  /** A run starts running `cell`: what the cell shows now is part of the run's checkpoint (once
+   * per run and cell: the first run of it is what an undo goes back to). */
+  ranInRun(run, cell) {
+    const key = `outputs:${run}:${cell.id}`;
+    if (this.edits.get(key)) return;
+    const before = { id: cell.id, source: cell.sharedModel.getSource(), outputs: cell.outputs.toJSON(), execution_count: cell.executionCount };
+    this.edits.remember(key, { answer: null, undo: [outputsBefore(before)] });
+    this.runs.add(run, key);
+    this.scheduleReviews();
+    this.scheduleSave();
+  }
+
   /** The document's shared model, for the kernel's edits. */
   sharedModel() {
     const view = this.current;
     if (!view || !view.context.model) throw new Error("the notebook is no longer open in this page");
     return view.context.model.sharedModel;
+  }
+
+  /** The open document's cell models (outputs and execution counts are set on them). */
+  cellModels() {
+    const view = this.current;
+    return view && view.content.model ? view.content.model.cells : [];
   }
 
   /** Apply an edit once per edit_id: a repeat (the kernel timed out waiting) gets the first answer. */
@@ -339,16 +388,18 @@ class Link {
     if (known) return known.answer;
     const sharedModel = this.sharedModel();
     const newId = () => globalThis.crypto.randomUUID();
-    const entry = inOneStep(sharedModel, (doc) => applyEdit(doc, { ops, provenance }, newId));
+    const entry = inOneStep(sharedModel, (doc) => applyEdit(doc, { ops, provenance }, newId), this.cellModels());
     // A refused edit is not remembered: the agent re-reads and sends a new one.
     if (entry.answer.applied) {
       const run = runOf(provenance);
       this.edits.remember(editId, entry);
       this.runs.add(run, editId);
+      const fix = Boolean(provenance && provenance.fix);
       for (const { cellId, before, after } of reviewsOf(ops, entry.answer)) {
-        this.reviews.set(cellId, { editId, run, before, after, note: "" });
+        this.reviews.set(cellId, { editId, run, before, after, note: "", fix, explanation: "" });
       }
       this.scheduleReviews();
+      this.scheduleSave();
     }
     return entry.answer;
   }
@@ -365,25 +416,82 @@ class Link {
           "or in another page)",
       );
     }
-    const answer = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, entry.undo));
+    const answer = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, entry.undo), this.cellModels());
     this.edits.remember(key, { answer });
     for (const cell of answer.undone) this.reviews.delete(cell.cell_id);
     this.scheduleReviews();
+    this.scheduleSave();
     return answer;
   }
 
-  /** Keep: the cell stays as the edit left it (an undo of its run leaves it too); the review goes. */
+  /** Keep: the review goes and the cell stays as the edit left it; a fix's cell runs. */
   keep(cellId) {
     const review = this.reviews.get(cellId);
     if (review) this.runs.keep(review.run, [cellId]);
     this.reviews.delete(cellId);
     this.scheduleReviews();
+    this.scheduleSave();
+    if (review && review.fix && !review.note) this.runCell(cellId);
   }
 
-  /** Keep all: every cell the run changed stays as it is; its reviews go. */
+  /** Keep all: the run's reviews go and its cells stay as they are; its fixes' cells run. */
   keepRun(run) {
     this.runs.keep(run, this.runs.pendingCells(run, this.lookup));
-    for (const [cellId, review] of this.reviews) if (review.run === run) this.reviews.delete(cellId);
+    const fixed = [];
+    for (const [cellId, review] of this.reviews) {
+      if (review.run !== run) continue;
+      this.reviews.delete(cellId);
+      if (review.fix && !review.note) fixed.push(cellId);
+    }
+    this.scheduleReviews();
+    this.scheduleSave();
+    for (const cellId of fixed) this.runCell(cellId);
+  }
+
+  /** Run a cell as the user would (queued behind whatever the kernel is running). */
+  runCell(cellId) {
+    const view = this.current;
+    const notebook = view && view.content;
+    const widget = notebook && notebook.widgets.find((w) => w.model.id === cellId);
+    if (!widget) return;
+    if (typeof NotebookActions.runCells === "function") {
+      void NotebookActions.runCells(notebook, [widget], view.sessionContext);
+    } else {
+      // JupyterLab before 4.2: run the active cell.
+      notebook.activeCellIndex = notebook.widgets.indexOf(widget);
+      void NotebookActions.run(notebook, view.sessionContext);
+    }
+  }
+
+  /**
+   * The Fix button: `%agent fix` for that cell, as an execute request of its own (nothing is added
+   * to the notebook, no execution count taken). Its edit comes back as a reviewed fix; what the
+   * run said is shown on that review, or in a notification when it proposed none.
+   */
+  async fix(cellId) {
+    const kernel = this.kernel;
+    if (!kernel || kernel.isDisposed || this.fixing.has(cellId)) return;
+    this.fixing.add(cellId);
+    this.scheduleReviews();
+    const output = new FixOutput();
+    let outcome;
+    try {
+      const future = kernel.requestExecute(fixRequest(cellId));
+      future.onIOPub = (msg) => output.onMessage(msg);
+      outcome = output.outcome(await future.done);
+    } catch (err) {
+      outcome = { ok: false, text: String((err && err.message) || err) };
+    } finally {
+      this.fixing.delete(cellId);
+    }
+    const review = this.reviews.get(cellId);
+    if (outcome.ok && review && review.fix) {
+      this.reviews.set(cellId, { ...review, explanation: outcome.text });
+    } else if (outcome.ok) {
+      Notification.info(`ipyagent: ${outcome.text}`, { autoClose: false });
+    } else {
+      Notification.error(`ipyagent could not fix the cell: ${outcome.text}`, { autoClose: false });
+    }
     this.scheduleReviews();
   }
 
@@ -395,7 +503,7 @@ class Link {
   undoRun(requested) {
     const run = requested || this.runs.latest(this.lookup);
     if (!run) throw new Error("no run's changes are left to undo in this page (none made since it was loaded, or all kept or undone)");
-    const answer = inOneStep(this.sharedModel(), (doc) => this.runs.undo(doc, run, this.lookup));
+    const answer = inOneStep(this.sharedModel(), (doc) => this.runs.undo(doc, run, this.lookup), this.cellModels());
     for (const cell of answer.undone) this.reviews.delete(cell.cell_id);
     for (const cell of answer.kept) {
       const review = this.reviews.get(cell.cell_id);
@@ -406,6 +514,7 @@ class Link {
       }
     }
     this.scheduleReviews();
+    this.scheduleSave();
     return { run, ...answer };
   }
 
@@ -432,7 +541,7 @@ class Link {
       return;
     }
     const ops = inverseFor(entry.undo, cellId);
-    const { kept } = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, ops));
+    const { kept } = inOneStep(this.sharedModel(), (doc) => undoEdit(doc, ops), this.cellModels());
     entry.undo = entry.undo.filter((op) => !ops.includes(op));
     if (kept.length > 0) {
       this.reviews.set(cellId, { ...review, note: `Not undone: ${kept[0].why}, so your work there is kept.` });
@@ -440,6 +549,44 @@ class Link {
       this.reviews.delete(cellId);
     }
     this.scheduleReviews();
+    this.scheduleSave();
+  }
+
+  /** The browser's storage of this document's checkpoints (see persist.js), or null. */
+  storage() {
+    try {
+      return this.session.path ? globalThis.localStorage || null : null;
+    } catch (err) {
+      return null; // storage switched off for this site
+    }
+  }
+
+  /** Once, when the first view opens: the runs this browser remembers of the document. */
+  load() {
+    if (this.loaded) return;
+    this.loaded = true;
+    const storage = this.storage();
+    const text = storage && storage.getItem(storageKey(this.session.path));
+    if (text && restore(text, { edits: this.edits, runs: this.runs, reviews: this.reviews })) this.scheduleReviews();
+  }
+
+  scheduleSave() {
+    if (this.saveScheduled) return;
+    this.saveScheduled = true;
+    setTimeout(() => {
+      this.saveScheduled = false;
+      const storage = this.storage();
+      if (!storage) return;
+      const key = storageKey(this.session.path);
+      try {
+        const text = snapshotText({ edits: this.edits, runs: this.runs, reviews: this.reviews });
+        if (text === null) storage.removeItem(key);
+        else storage.setItem(key, text);
+      } catch (err) {
+        // Full: the page still remembers them until it is reloaded.
+        console.warn("ipyagent: could not keep this notebook's checkpoints for a reload:", (err && err.message) || err);
+      }
+    }, 0);
   }
 
   scheduleReviews() {
@@ -451,22 +598,27 @@ class Link {
     }, 0);
   }
 
-  /** Show each review on its cell, and take away those kept or undone; a run's bar goes on the
-   * first cell (in the document's order) that shows a review of that run. */
+  /** Show each review on its cell, and take away those kept or undone; each run still to review
+   * shows its bar (see barPlaces). */
   renderReviews() {
     for (const view of this.views) {
       if (view.isDisposed) continue;
-      const barred = new Set();
-      for (const widget of view.content.widgets) {
-        let review = this.reviews.get(widget.model.id);
+      const widgets = view.content.widgets;
+      for (const widget of widgets) {
+        const review = this.reviews.get(widget.model.id);
         if (review && review.before !== null && widget.model.sharedModel.getSource() === review.before) {
           // Taken back (JupyterLab's Undo, or by hand): nothing left to review.
           this.reviews.delete(widget.model.id);
-          review = undefined;
         }
-        this.renderRunBar(widget, review, barred);
+      }
+      const bars = this.barPlaces(widgets.map((w) => w.model.id));
+      for (const widget of widgets) {
+        const review = this.reviews.get(widget.model.id);
+        this.renderRunBars(widget, bars.get(widget.model.id) || []);
+        this.renderFixButton(widget, review);
         const shown = widget.node.querySelector(`:scope > .${REVIEW_CLASS}`);
-        if (shown && (!review || shown.dataset.note !== review.note)) shown.remove();
+        const key = review ? `${review.note}\u0000${review.explanation || ""}` : "";
+        if (shown && (!review || shown.dataset.key !== key)) shown.remove();
         if (!review || (shown && shown.isConnected)) continue;
         ensureStyle();
         const id = widget.model.id;
@@ -474,36 +626,83 @@ class Link {
           before: review.before,
           after: review.after,
           note: review.note,
+          fix: review.fix,
+          explanation: review.explanation,
           onKeep: () => this.keep(id),
           onUndo: () => this.undoCell(id),
         });
-        el.dataset.note = review.note;
-        const bar = widget.node.querySelector(`:scope > .${RUN_BAR_CLASS}`);
+        el.dataset.key = key;
+        const barsShown = widget.node.querySelectorAll(`:scope > .${RUN_BAR_CLASS}`);
         const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
-        if (bar) bar.after(el);
+        if (barsShown.length > 0) barsShown[barsShown.length - 1].after(el);
         else if (input) input.after(el);
         else widget.node.prepend(el);
       }
     }
   }
 
-  /** The bar of `review`'s run on `widget`, unless an earlier cell has it; else none there. */
-  renderRunBar(widget, review, barred) {
-    const run = review && review.run;
-    const count = run && !barred.has(run) ? this.runs.pendingCells(run, this.lookup).length : 0;
-    const shown = widget.node.querySelector(`:scope > .${RUN_BAR_CLASS}`);
-    const key = count > 0 ? `${run}:${count}` : "";
-    if (shown && shown.dataset.key !== key) shown.remove();
-    if (count === 0) return;
-    barred.add(run);
-    if (shown && shown.dataset.key === key && shown.isConnected) return;
+  /**
+   * Where each run still to review shows its bar: on the first cell, in the document's order
+   * (`ids`), that shows a review of the run; for a run with none (it only moved or deleted cells,
+   * or its reviewed cells were kept while others are left), on the first cell it changed or that
+   * a cell it deleted came after. Cell id -> the runs whose bar it shows, oldest first.
+   */
+  barPlaces(ids) {
+    const places = new Map();
+    for (const run of this.runs.reviewed(this.lookup)) {
+      const reviewed = ids.find((id) => {
+        const review = this.reviews.get(id);
+        return review !== undefined && review.run === run;
+      });
+      const at = reviewed || this.runs.anchor(run, this.lookup, ids);
+      if (at) places.set(at, [...(places.get(at) || []), run]);
+    }
+    return places;
+  }
+
+  /** The bars of `runs` on `widget` (and no other run's), below its input. */
+  renderRunBars(widget, runs) {
+    const wanted = new Map(runs.map((run) => [`${run}:${this.runs.pendingCells(run, this.lookup).length}`, run]));
+    for (const shown of widget.node.querySelectorAll(`:scope > .${RUN_BAR_CLASS}`)) {
+      if (wanted.has(shown.dataset.key) && shown.isConnected) wanted.delete(shown.dataset.key);
+      else shown.remove();
+    }
+    if (wanted.size === 0) return;
     ensureStyle();
-    const el = runBarElement({ run, count, onKeepAll: () => this.keepRun(run), onUndoRun: () => this.undoRunClicked(run) });
+    const shownBars = widget.node.querySelectorAll(`:scope > .${RUN_BAR_CLASS}`);
+    let after = shownBars.length > 0 ? shownBars[shownBars.length - 1] : widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
+    for (const [key, run] of wanted) {
+      const count = this.runs.pendingCells(run, this.lookup).length;
+      const el = runBarElement({ run, count, onKeepAll: () => this.keepRun(run), onUndoRun: () => this.undoRunClicked(run) });
+      el.dataset.key = key;
+      el.dataset.run = run;
+      if (after) after.after(el);
+      else widget.node.prepend(el);
+      after = el;
+    }
+  }
+
+  /** The Fix button below a failed code cell's outputs, while the kernel's ipyagent is connected
+   * and no fix of the cell is under review. */
+  renderFixButton(widget, review) {
+    const model = widget.model;
+    const busy = this.fixing.has(model.id);
+    const wanted =
+      this.state === "connected" &&
+      model.type === "code" &&
+      !(review && review.fix) &&
+      (busy || offersFix(model.sharedModel.getSource(), outputTypes(model.outputs)));
+    const key = wanted ? (busy ? "busy" : "idle") : "";
+    const shown = widget.node.querySelector(`:scope > .${FIX_CLASS}`);
+    if (shown && shown.dataset.key !== key) shown.remove();
+    if (!wanted || (shown && shown.dataset.key === key && shown.isConnected)) return;
+    ensureStyle();
+    const id = model.id;
+    const el = fixElement({ busy, onFix: () => void this.fix(id) });
     el.dataset.key = key;
-    el.dataset.run = run;
-    const input = widget.node.querySelector(":scope > .jp-Cell-inputWrapper");
-    if (input) input.after(el);
-    else widget.node.prepend(el);
+    const outputs = widget.node.querySelector(":scope > .jp-Cell-outputWrapper");
+    if (outputs) outputs.after(el);
+    else widget.node.appendChild(el);
   }
 }
 

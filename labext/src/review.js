@@ -9,6 +9,8 @@ import { lineDiff } from "./edits.js";
 export const REVIEW_CLASS = "jp-ipyagent-review";
 /** The bar of a run's changes, on the first cell that shows one of them. */
 export const RUN_BAR_CLASS = "jp-ipyagent-run";
+/** The Fix button, below a failed cell's outputs. */
+export const FIX_CLASS = "jp-ipyagent-fix";
 
 const CSS = `
 .${REVIEW_CLASS} {
@@ -33,6 +35,13 @@ const CSS = `
   border-left: 3px solid var(--jp-brand-color1);
   background: var(--jp-layout-color2);
   color: var(--jp-ui-font-color1);
+  font-size: var(--jp-ui-font-size1);
+}
+.${REVIEW_CLASS}-why { padding: 3px 6px; white-space: pre-wrap; color: var(--jp-ui-font-color1); }
+.${FIX_CLASS} {
+  display: flex; align-items: center; gap: 6px; padding: 2px 6px;
+  margin: 0 0 4px var(--jp-cell-prompt-width, 64px);
+  color: var(--jp-ui-font-color2);
   font-size: var(--jp-ui-font-size1);
 }
 .${RUN_BAR_CLASS} .${RUN_BAR_CLASS}-title { flex: 1; }
@@ -61,24 +70,35 @@ function button(doc, label, kind, onClick) {
 
 /**
  * The review of one cell: `before` (null: the edit inserted the cell) and `after` its source;
- * `note`, when set, says why an Undo left the cell alone (then only Keep is offered).
+ * `note`, when set, says why an Undo left the cell alone (then only Keep is offered). A `fix`
+ * (`%agent fix`'s edit) is kept with "Keep and run", and shows the agent's `explanation`.
  */
-export function reviewElement({ before, after, note, onKeep, onUndo }, doc = document) {
+export function reviewElement({ before, after, note, fix, explanation, onKeep, onUndo }, doc = document) {
   const root = doc.createElement("div");
   root.className = REVIEW_CLASS;
   const head = doc.createElement("div");
   head.className = `${REVIEW_CLASS}-head`;
   const title = doc.createElement("span");
   title.className = `${REVIEW_CLASS}-title`;
-  title.textContent = before === null ? "ipyagent inserted this cell" : "ipyagent changed this cell";
+  title.textContent = fix
+    ? "ipyagent proposes this fix"
+    : before === null
+      ? "ipyagent inserted this cell"
+      : "ipyagent changed this cell";
   head.appendChild(title);
-  head.appendChild(button(doc, "Keep", "jp-mod-accept", onKeep));
+  head.appendChild(button(doc, fix && !note ? "Keep and run" : "Keep", "jp-mod-accept", onKeep));
   if (!note) head.appendChild(button(doc, "Undo", "jp-mod-warn", onUndo));
   root.appendChild(head);
   if (note) {
     const why = doc.createElement("div");
     why.className = `${REVIEW_CLASS}-note`;
     why.textContent = note;
+    root.appendChild(why);
+  }
+  if (explanation) {
+    const why = doc.createElement("div");
+    why.className = `${REVIEW_CLASS}-why`;
+    why.textContent = explanation;
     root.appendChild(why);
   }
   const diff = doc.createElement("pre");
@@ -111,5 +131,19 @@ export function runBarElement({ run, count, onKeepAll, onUndoRun }, doc = docume
   root.appendChild(title);
   root.appendChild(button(doc, "Keep all", "jp-mod-accept", onKeepAll));
   root.appendChild(button(doc, "Undo run", "jp-mod-warn", onUndoRun));
+  return root;
+}
+
+/** The Fix button below a failed cell's outputs; `busy` while the agent works on it. */
+export function fixElement({ busy, onFix }, doc = document) {
+  const root = doc.createElement("div");
+  root.className = FIX_CLASS;
+  const fix = button(doc, busy ? "Fixing…" : "Fix", "jp-mod-accept", onFix);
+  fix.title = "ipyagent explains this error and proposes a fix of the cell, as a diff to keep or undo";
+  fix.disabled = Boolean(busy);
+  root.appendChild(fix);
+  const hint = doc.createElement("span");
+  hint.textContent = busy ? "ipyagent is looking at the error…" : "ipyagent: explain this error and propose a fix";
+  root.appendChild(hint);
   return root;
 }

@@ -1,12 +1,14 @@
 // Runs as checkpoints: the page groups the kernel's edits by the run that made them (the
-// provenance's run id), so that "Undo run" puts back everything a run did to the cells — sources,
-// order, deleted cells with their outputs, inserted cells removed — and "Keep all" accepts it.
+// provenance's run id), and the cells it ran (a `cell_outputs` notice names its run), so that
+// "Undo run" puts back everything a run did to the cells — sources, order, outputs, deleted cells
+// with theirs, inserted cells removed — and "Keep all" accepts it.
 // Pure (no JupyterLab import), tested by node; index.js holds one RunLog per document.
 //
 // Undo of a run is the undo of its edits, newest first, each guarded like undo_edit (edits.js): a
-// cell the user changed since is left alone and reported, so it never loses later work. A cell
-// the user kept (Keep on its review, or Keep all) stays as the run left it. The kernel's
-// variables cannot be rolled back; what the page tells the user says so.
+// cell the user changed since is left alone and reported, so it never loses later work. It is a
+// checkpoint: the cells a run changed go back even when the user kept them (Keep, Keep all), for
+// Keep only ends the review (the run's bar goes when nothing of it is left to review). The
+// kernel's variables cannot be rolled back; what the page tells the user says so.
 
 import { undoEdit } from "./edits.js";
 
@@ -22,20 +24,16 @@ export function runOf(provenance) {
 
 /**
  * Undo a run: `entries` are its edits in the order applied (each `{undo}`: the inverse ops not
- * yet run), `keptCells` the cells the user kept. Each entry's ops are consumed. The answer, one
- * row per cell with where it is now: `{undone: [{cell_id, index}], kept: [{cell_id, index, why,
- * source?}]}`; a cell several edits touched is reported once, as kept if any of its undos was.
+ * yet run). Each entry's ops are consumed. The answer, one row per cell with where it is now:
+ * `{undone: [{cell_id, index}], kept: [{cell_id, index, why, source?}]}`; a cell several edits
+ * touched is reported once, as kept if any of its undos left it alone (the earlier edits' ops on
+ * it are not run then: they would expect a source the cell no longer has).
  */
-export function undoRun(doc, entries, keptCells) {
+export function undoRun(doc, entries) {
   const undone = new Map();
   const kept = new Map();
   for (const entry of [...entries].reverse()) {
-    const ops = [];
-    for (const op of entry.undo) {
-      const id = cellOf(op);
-      if (keptCells.has(id)) kept.set(id, { cell_id: id, why: "you kept it" });
-      else if (!kept.has(id)) ops.push(op);
-    }
+    const ops = entry.undo.filter((op) => !kept.has(cellOf(op)));
     entry.undo = [];
     const result = undoEdit(doc, ops);
     for (const cell of result.kept) {
@@ -67,7 +65,7 @@ export function undoRunMessage(run, { undone, kept }) {
   return parts.join(" ");
 }
 
-/** The runs that changed one document: run id -> its edits (in order) and the cells kept. */
+/** The runs that changed one document: run id -> its edits (in order) and the cells kept (reviewed). */
 export class RunLog {
   constructor() {
     this.runs = new Map();
@@ -88,15 +86,43 @@ export class RunLog {
     return known ? known.editIds.map(lookup).filter(Boolean) : [];
   }
 
-  /** The cells a run changed that could still be undone (not kept, not undone yet). */
+  /** The cells a run changed that an undo of it would put back (kept or not; not undone yet). */
   pendingCells(run, lookup) {
-    const known = this.runs.get(run);
-    if (!known) return [];
     const cells = new Set();
-    for (const entry of this.entries(run, lookup)) {
-      for (const op of entry.undo) if (!known.kept.has(cellOf(op))) cells.add(cellOf(op));
-    }
+    for (const entry of this.entries(run, lookup)) for (const op of entry.undo) cells.add(cellOf(op));
     return [...cells];
+  }
+
+  /** Whether the run is still to review: one of the cells it changed (not only ran) is not kept.
+   * Its bar shows then; after Keep on every cell (or Keep all) it goes, and the run stays
+   * undoable. A run that only ran cells shows none: Undo run still puts back their outputs. */
+  inReview(run, lookup) {
+    const known = this.runs.get(run);
+    if (!known) return false;
+    return this.entries(run, lookup).some((entry) =>
+      entry.undo.some((op) => op.op !== "outputs" && !known.kept.has(cellOf(op))),
+    );
+  }
+
+  /** The runs still to review, oldest first. */
+  reviewed(lookup) {
+    return [...this.runs.keys()].filter((run) => this.inReview(run, lookup));
+  }
+
+  /**
+   * Where a run's bar goes when none of its cells shows a review (a run that only moved or
+   * deleted cells): the first cell, in the document's order (`ids`), among those it changed and
+   * the neighbours its deleted cells had; null when none of them is in the document.
+   */
+  anchor(run, lookup, ids) {
+    const near = new Set();
+    for (const entry of this.entries(run, lookup)) {
+      for (const op of entry.undo) {
+        if (op.op !== "restore") near.add(op.cell_id);
+        else near.add(op.after_id === null ? ids[0] : op.after_id);
+      }
+    }
+    return ids.find((id) => near.has(id)) || null;
   }
 
   /** The latest run with something left to undo, or null. */
@@ -113,6 +139,6 @@ export class RunLog {
   undo(doc, run, lookup) {
     const known = this.runs.get(run);
     if (!known) throw new Error(`this page knows no run ${JSON.stringify(run)} (made before a reload, or in another page)`);
-    return undoRun(doc, this.entries(run, lookup), known.kept);
+    return undoRun(doc, this.entries(run, lookup));
   }
 }

@@ -99,6 +99,19 @@ test("undo leaves alone a cell the user changed since, and undoes the rest", () 
   ]);
 });
 
+test("undoing a replace puts back the outputs and execution count the cell had before", () => {
+  const doc = arrayDoc([["a", "print(totl)"]], { outputs: true });
+  doc.list[0].execution_count = 2;
+  const { undo } = applyEdit(doc, { ops: [{ op: "replace", cell_id: "a", expect: "print(totl)", source: "print(1)" }] }, newId);
+  // The user keeps the fix and runs it: new outputs, a new count.
+  doc.setOutputs(0, [{ output_type: "stream", name: "stdout", text: "1\n" }], 3);
+  const { undone } = undoEdit(doc, undo);
+  assert.deepEqual(undone, [{ cell_id: "a", index: 0 }]);
+  assert.equal(doc.list[0].source, "print(totl)");
+  assert.deepEqual(doc.list[0].outputs, [{ text: "out a" }]);
+  assert.equal(doc.list[0].execution_count, 2);
+});
+
 test("undoing a delete puts the cell back after its neighbour, or where it was", () => {
   const doc = arrayDoc([["a", "1"], ["b", "2"], ["c", "3"]]);
   const { undo } = applyEdit(doc, { ops: [{ op: "delete", cell_id: "c", expect: "3" }] }, newId);

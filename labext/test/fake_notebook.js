@@ -27,6 +27,10 @@ export function arrayDoc(cells, { outputs = false } = {}) {
       const [cell] = list.splice(from, 1);
       list.splice(to, 0, cell);
     },
+    setOutputs: (i, value, count) => {
+      list[i].outputs = structuredClone(value);
+      list[i].execution_count = count;
+    },
     getMeta: (i) => list[i].metadata.ipyagent,
     setMeta: (i, value) => {
       if (value === undefined) delete list[i].metadata.ipyagent;

@@ -101,6 +101,14 @@ EXAMPLES: list[AgentEvent] = [
     ev.MapProgress(
         total=10, done=4, failed=1, resumed=2, running=3, usage=Usage(input_tokens=5), elapsed=1.5
     ),
+    ev.SubagentStarted(
+        call_id="call_1",
+        task="Count the rows.",
+        tools=["read_file"],
+        model="m",
+        session="a.agent.delegate-1.jsonl",
+        via=("call_0",),
+    ),
 ]
 
 

@@ -94,6 +94,11 @@ def start_server(base: Path, module: str, app: str) -> tuple[Lab, Any]:
     extensions = base / "labextensions"
     extensions.mkdir()
     (extensions / "ipyagent").symlink_to(LABEXTENSION, target_is_directory=True)
+    # Also in the user's data folder, which comes before the environment's share/jupyter: Notebook
+    # 7 lists the extra path's build but serves its files from the first labextensions folder
+    # that has the extension, which would otherwise be the copy `pip install` made.
+    (base / "data" / "labextensions").mkdir()
+    (base / "data" / "labextensions" / "ipyagent").symlink_to(LABEXTENSION, target_is_directory=True)
     port, token = free_port(), secrets.token_hex(16)
     log = open(base / "server.log", "wb")  # noqa: SIM115 - closed after the server stops
     process = subprocess.Popen(

@@ -167,12 +167,13 @@ def bullets(rng: random.Random) -> str:
 
 
 def paragraph(rng: random.Random) -> str:
-    return " ".join(_sentence(rng, n) for n in range(3000)) + "\n\nAfter."
+    """Past the size a paragraph streams in parts at (64 KB), short of the one it is joined at."""
+    return " ".join(_sentence(rng, n) for n in range(1500)) + "\n\nAfter."
 
 
 def big_paragraph(rng: random.Random) -> str:
-    """Past the size a paragraph is joined again at (parts.js PARA_JOIN, 256 KB)."""
-    return " ".join(_sentence(rng, n) for n in range(5000)) + "\n\nAfter."
+    """Past the size a paragraph is joined again at (parts.js PARA_JOIN, 128 KB)."""
+    return " ".join(_sentence(rng, n) for n in range(3500)) + "\n\nAfter."
 
 
 def mix(rng: random.Random) -> str:
@@ -198,6 +199,28 @@ def nested(rng: random.Random, items: int = 150) -> str:
     return "\n".join(["Before.", "", *listed, "", *in_quote, ">", *quoted_list, "", "After."])
 
 
+def _quoted(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+
+
+def item_code(rng: random.Random) -> str:
+    """A long code block in a list item (streamed on its own: js/src/stream_nested.js)."""
+    body = code(rng)
+    block = body[body.index("```python") : body.rindex("```") + 3]
+    in_item = "\n".join(f"   {line}" if line else "" for line in block.split("\n"))
+    return f"1. First, the module:\n\n{in_item}\n\n   Then run it.\n2. Done.\n\nAfter."
+
+
+def quote_table(rng: random.Random) -> str:
+    """A table in a quote, of a size joined again when complete."""
+    return _quoted("\n".join(table(rng).split("\n")[:250])) + "\n\nAfter."
+
+
+def quote_paragraph(rng: random.Random) -> str:
+    """One long paragraph in a quote, on one line."""
+    return _quoted(paragraph(rng).split("\n")[0]) + "\n\nAfter."
+
+
 SHAPES: dict[str, Callable[[random.Random], str]] = {
     "code": code,
     "table": table,
@@ -206,9 +229,12 @@ SHAPES: dict[str, Callable[[random.Random], str]] = {
     "big_paragraph": big_paragraph,
     "mix": mix,
     "nested": nested,
+    "item_code": item_code,
+    "quote_table": quote_table,
+    "quote_paragraph": quote_paragraph,
 }
 #: Shapes with a paragraph or a table that streams in parts and is joined again when complete.
-JOINED = {"paragraph", "mix"}
+JOINED = {"paragraph", "mix", "quote_table", "quote_paragraph"}
 #: Shapes with a paragraph or a table too big to be joined again: in parts, streamed or not.
 KEPT_IN_PARTS = {"table", "big_paragraph"}
 
@@ -296,13 +322,28 @@ def blocks(rng: random.Random) -> str:
     return "\n\n".join(parts)
 
 
-@pytest.mark.parametrize("shape", ["code", "list", "loose", "blocks"])
+def quotes(rng: random.Random) -> str:
+    """Parts that begin with a quote's paragraph, a quote's loose list, a loose list: blocks whose
+    first descendants' margins collapse with their own in the whole."""
+    parts = [
+        f"{_sentence(rng, n)}\n\n> {_sentence(rng, n + 1)}\n\n> - {_sentence(rng, n + 2)}\n>\n> - two\n\n"
+        f"- {_sentence(rng, n + 3)}\n\n- loose"
+        for n in range(80)
+    ]
+    return "\n\n".join(parts)
+
+
+@pytest.mark.parametrize("shape", ["code", "list", "loose", "blocks", "nested", "quotes"])
 def test_parts_look_like_the_whole_block(md_page: Any, shape: str) -> None:
     # Tall enough that every part is on screen (content-visibility skips the others).
     md_page.set_viewport_size({"width": 1000, "height": 12000})
     rng = random.Random(1)
-    make = {"code": lambda: code(rng)[:9000] + "\n```\n", "list": lambda: bullets(rng)[:14000]}
-    text = make.get(shape, lambda: {"loose": loose, "blocks": blocks}[shape](rng))()
+    make = {
+        "code": lambda: code(rng)[:9000] + "\n```\n",
+        "list": lambda: bullets(rng)[:14000],
+        "nested": lambda: nested(rng, 60),
+    }
+    text = make.get(shape, lambda: {"loose": loose, "blocks": blocks, "quotes": quotes}[shape](rng))()
     result = md_page.evaluate("([text]) => window.render(text, [500])", [text])
     assert result["parts"] >= 2
     block = md_page.locator("#streamed .ipyagent-md")

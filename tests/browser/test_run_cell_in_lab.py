@@ -177,3 +177,43 @@ def test_with_cells_the_agents_code_becomes_cells_below_its_own(page: Any, lab: 
     setup = cell_state(page, "c-setup")["count"]
     assert [m["count"] for m in made] == [setup + 2, setup + 3]
     screenshot(page, "run_cell", "4-code-in-cells")
+
+
+COUNTING_AGENT = """
+%load_ext ipyagent
+from ipyagent.testing import ScriptedModel, tool_call
+m = ScriptedModel([[tool_call("run_cell", {"cell_id": "c-count"})], "It ran."])
+n = 0
+"""
+
+
+def test_undo_of_a_run_puts_back_what_the_cells_it_ran_showed_not_the_variables(page: Any, lab: Lab) -> None:
+    name = write_cells(
+        lab,
+        "run-undo.ipynb",
+        [
+            ("c-setup", COUNTING_AGENT),
+            ("c-count", "n += 1\nprint(n)"),
+            ("c-agent", "%%agent -m m --yes --tools notebook\nRun the counter."),
+            ("c-undo", "%agent undo"),
+            ("c-n", "print(n)"),
+        ],
+    )
+    open_notebook(page, lab, name)
+    run_by_id(page, "c-setup")
+    run_by_id(page, "c-count")
+    before = cell_state(page, "c-count")
+    assert output_of(page, "c-count") == "1\n"
+    run_by_id(page, "c-agent")
+    assert output_of(page, "c-count") == "2\n"
+    # A run that only ran cells has nothing to review: no bar, no diff.
+    assert page.locator(".jp-ipyagent-run").count() == 0
+    assert page.locator(".jp-ipyagent-review").count() == 0
+
+    run_by_id(page, "c-undo")
+    said = output_of(page, "c-undo")
+    assert "put back 1 cell" in said and "The kernel's variables are not rolled back" in said, said
+    after = cell_state(page, "c-count")
+    assert (after["outputs"], after["count"]) == (before["outputs"], before["count"])
+    run_by_id(page, "c-n")
+    assert output_of(page, "c-n") == "2\n", "the variable keeps the value the run gave it"

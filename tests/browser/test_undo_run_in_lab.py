@@ -1,8 +1,9 @@
 """Each run is a checkpoint, in a real JupyterLab: "Undo run" on the bar of a run's changes puts
 back what the run did to the cells (sources, order, a deleted cell with its output, an inserted
 cell removed), leaves a cell the user changed since as it is and says so, and says that the
-kernel's variables are not rolled back. A cell the user kept stays; after Keep all, nothing is
-left to undo. ``%agent undo`` does the same from the kernel.
+kernel's variables are not rolled back. Keep ends a cell's review, not the checkpoint: an undo of
+the run puts kept cells back too, even after Keep all. ``%agent undo`` does the same from the
+kernel. A run that only moved and deleted cells shows its bar too.
 Screenshots go to tests/browser/screenshots/undo_run/."""
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def test_undo_run_puts_back_the_run_and_keeps_the_users_later_edit(page: Any, la
     assert "put back 3 cells, 1 cell left as it is; the kernel's variables are not rolled back" in text, text
 
 
-def test_a_kept_cell_stays_when_the_kernel_undoes_the_run_and_keep_all_leaves_nothing(
+def test_undo_run_is_a_checkpoint_it_puts_back_kept_cells_too_even_after_keep_all(
     page: Any, lab: Lab
 ) -> None:
     name = "undo-kept.ipynb"
@@ -93,35 +94,88 @@ def test_a_kept_cell_stays_when_the_kernel_undoes_the_run_and_keep_all_leaves_no
     review = cells.nth([c["id"] for c in document(page)].index(inserted)).locator(".jp-ipyagent-review")
     review.get_by_role("button", name="Keep").click()
     review.wait_for(state="detached", timeout=10_000)
-    # The kept cell is no longer the run's to undo: the bar (re-drawn) counts the three others.
-    page.locator(".jp-ipyagent-run-title", has_text="changed 3 cells").wait_for(timeout=10_000)
+    # Keep ends that cell's review; the bar still counts every cell Undo run puts back.
+    page.locator(".jp-ipyagent-run-title", has_text="changed 4 cells").wait_for(timeout=10_000)
 
     run_by_id(page, "c-undo")
     said = output_of(page, "c-undo")
     assert said.startswith("Undid run run_"), said
-    assert "put back 3 cells" in said
-    assert f"  cell [5] ({inserted}): you kept it" in said
+    assert "put back 4 cells" in said and "Left as they are" not in said, said
     assert "The kernel's variables are not rolled back" in said
-    assert sources(page) == [
-        ("c-setup", AGENT),
-        ("c-total", "total = 1 + 1"),
-        ("c-print", "print(total)"),
-        ("c-import", "import math"),
-        ("c-agent", RUN),
-        (inserted, "total * 2"),
-        ("c-undo", "%agent undo"),
-    ]
+    assert sources(page) == BEFORE, "the kept cell goes too: the notebook is as before the run"
     assert bar(page).count() == 0
 
-    # A second run of the same kind, kept whole: nothing is left to undo, and it says so.
+    # A second run of the same kind, kept whole: its bar and reviews go, and it can still be undone.
     run_by_id(page, "c-setup")
     run_by_id(page, "c-agent")
     bar(page).wait_for(timeout=10_000)
-    after_run = sources(page)
     bar(page).get_by_role("button", name="Keep all").click()
     bar(page).wait_for(state="detached", timeout=10_000)
     assert page.locator(".jp-ipyagent-review").count() == 0
     run_by_id(page, "c-undo")
     said = output_of(page, "c-undo")
+    assert "put back 4 cells" in said, said
+    assert sources(page) == BEFORE
+    # Nothing is left to undo now, and it says so.
+    run_by_id(page, "c-undo")
+    said = output_of(page, "c-undo")
     assert "Nothing was undone" in said and "no run's changes are left to undo" in said, said
+    assert sources(page) == BEFORE
+
+
+MOVING_AGENT = """
+%load_ext ipyagent
+from ipyagent.testing import ScriptedModel, tool_call
+
+m = ScriptedModel([
+    [
+        tool_call("move_cell", {"cell_id": "c-import", "to_index": 0}),
+        tool_call("delete_cell", {"cell_id": "c-print", "old_source": "print(total)"}),
+    ],
+    "Done.",
+])
+"""
+
+
+def test_a_run_that_only_moved_and_deleted_cells_shows_its_bar_and_undoes(page: Any, lab: Lab) -> None:
+    name = "undo-moved.ipynb"
+    before = [("c-setup", MOVING_AGENT), *BEFORE[1:]]
+    write_cells(lab, name, before)
+    open_notebook(page, lab, name)
+    for cell_id in ("c-setup", "c-total", "c-print"):
+        run_by_id(page, cell_id)
+    run_by_id(page, "c-agent")
+    assert [c for c, _ in sources(page)] == ["c-import", "c-setup", "c-total", "c-agent", "c-undo"]
+    assert page.locator(".jp-ipyagent-review").count() == 0, "no cell to review one by one"
+    # The bar is on the first cell the run changed, in the document's order: the moved one.
+    bar(page).wait_for(timeout=10_000)
+    assert page.locator(".jp-Notebook .jp-Cell").nth(0).locator(".jp-ipyagent-run").count() == 1
+    assert "changed 2 cells" in bar(page).locator(".jp-ipyagent-run-title").inner_text()
+    screenshot(page, "undo_run", "3-moved-and-deleted")
+    bar(page).get_by_role("button", name="Undo run").click()
+    bar(page).wait_for(state="detached", timeout=10_000)
+    assert sources(page) == before
+    assert output_of(page, "c-print") == "2\n", "the deleted cell comes back with its output"
+
+
+def test_undo_run_still_works_after_the_page_is_reloaded(page: Any, lab: Lab) -> None:
+    name = "undo-reload.ipynb"
+    write_cells(lab, name, BEFORE)
+    open_notebook(page, lab, name)
+    for cell_id in ("c-setup", "c-total", "c-print"):
+        run_by_id(page, cell_id)
+    run_by_id(page, "c-agent")
+    bar(page).wait_for(timeout=10_000)
+    after_run = sources(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=10_000)
+
+    open_notebook(page, lab, name)  # a new page: the checkpoint comes from this browser's storage
     assert sources(page) == after_run
+    bar(page).wait_for(timeout=10_000)
+    assert "changed 4 cells" in bar(page).locator(".jp-ipyagent-run-title").inner_text()
+    assert page.locator(".jp-ipyagent-review").count() == 2, "the edited and the inserted cell's reviews"
+    bar(page).get_by_role("button", name="Undo run").click()
+    bar(page).wait_for(state="detached", timeout=10_000)
+    assert sources(page) == BEFORE
+    assert output_of(page, "c-print") == "2\n", "the deleted cell comes back with its output"

@@ -49,7 +49,7 @@ class Kernel:
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
 
-    def send(self, code: str, *, as_page: bool = False) -> str:
+    def send(self, code: str, *, as_page: bool = False, cell_id: str = "test-cell") -> str:
         """Execute ``code`` as nbclient does (no input, no cell id: headless), or ``as_page``: as
         a notebook page does (input allowed, a cell id), which the kernel cannot tell from one
         showing the cell."""
@@ -65,7 +65,7 @@ class Kernel:
                 "allow_stdin": True,
                 "stop_on_error": True,
             },
-            metadata={"cellId": "test-cell"},
+            metadata={"cellId": cell_id},
         )
         self.kc.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
@@ -96,9 +96,9 @@ class Kernel:
                 return reply["content"], outputs
 
     def run(
-        self, code: str, timeout: float = 60, *, as_page: bool = False
+        self, code: str, timeout: float = 60, *, as_page: bool = False, cell_id: str = "test-cell"
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        return self.collect(self.send(code, as_page=as_page), timeout)
+        return self.collect(self.send(code, as_page=as_page, cell_id=cell_id), timeout)
 
     def restart(self) -> None:
         self.km.restart_kernel(now=True)

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from ._cell_runs import CellRunner
 
 GROUPS = ("python", "notebook", "files")
-#: Groups offered only when named: ``shell`` runs commands (in the OS sandbox, or not at all).
-OPTIONAL_GROUPS = ("shell",)
+#: Groups offered only when named: ``shell`` runs commands (in the OS sandbox, or not at all);
+#: ``delegate`` hands tasks to sub-agents (the agent's ``delegate`` setting, not a tool built here).
+OPTIONAL_GROUPS = ("shell", "delegate")
 
 __all__ = ["GROUPS", "OPTIONAL_GROUPS", "kernel_tools"]
 

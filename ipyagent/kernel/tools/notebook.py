@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...agentlib.atomic import atomic_write
 from ...agentlib.tools import RunContext, Tool, ToolOutput, tool
-from ..live_protocol import DeleteOp, InsertOp, MoveOp, Provenance, ReplaceOp
+from ..history import runs_an_agent
+from ..live_protocol import CellOutputsParams, DeleteOp, InsertOp, MoveOp, Provenance, ReplaceOp
 from ..runner import MainThread
 from ._live_cells import changed_by
 from ._live_edits import LIVE, apply_live, edit_mode
@@ -455,7 +456,7 @@ def notebook_tools(
         where = f"after cell {after}" if after is not None else "at the top"
         return f"Moved cell {cell_id} to index {moved.index} ({where}) of {LIVE}."
 
-    async def run_cell(cell_id: str, timeout: float = 120) -> ToolOutput:
+    async def run_cell(cell_id: str, timeout: float = 120, run: RunContext = OUTSIDE_A_RUN) -> ToolOutput:
         """Run a code cell of this notebook as the user would, and read its outputs (text, the
         result, an error with its traceback, figures). In the open notebook the outputs land in
         that cell with its execution count, and the user sees them as it runs.
@@ -493,12 +494,19 @@ def notebook_tools(
                     "are shown here, not in the cell: no page shows the notebook live)",
                 )
             )
-        if _runs_an_agent(source):
+        if runs_an_agent(source):
             raise WorkspaceError(
                 f"Cell {cell_id} runs an agent (%%agent or %agent): an agent run cannot start "
                 "another from inside it. Ask the user to run that cell."
             )
-        send = live.notify_cell_outputs if is_live and live is not None else None
+        send = None
+        if is_live and live is not None:
+            notify = live.notify_cell_outputs
+
+            def send(params: CellOutputsParams) -> bool:
+                # The run is named so that an undo of it puts back the outputs the cell had.
+                return notify(CellOutputsParams(**params, run=run.run_id) if run.run_id else params)
+
         timeout = max(1.0, min(float(timeout), 3600.0))
         output = await cells.run(cell_id, source, send=send, timeout=timeout)
         head = f"Ran cell {cell_id} in {LIVE}: its outputs are in the cell." if is_live else where
@@ -578,7 +586,3 @@ def notebook_tools(
         if code_in_cells:
             tools.append(tool(run_new_cell))
     return tools
-
-
-def _runs_an_agent(source: str) -> bool:
-    return any(line.lstrip().startswith(("%%agent", "%agent")) for line in source.splitlines())

@@ -1,0 +1,131 @@
+"""The tools of a ``%agent fix`` run: read the notebook and the kernel, and propose one edit, to
+the cell that failed.
+
+A fix needs to read (the notebook's cells, the user's variables, the cells run before) and to
+change one cell; it never runs code on its own. So its tools are ``read_cells``,
+``list_variables``, ``describe_variable``, ``read_history`` and an ``edit_cell`` that edits the
+failing cell only (another cell id is refused, saying which cell the fix is for).
+
+What that ``edit_cell`` does depends on where the notebook is shown, as for the notebook tools:
+
+- a compatible page shows it live: the edit goes to the open document (:mod:`._live_edits`),
+  guarded by ``old_source``, stamped like any edit, and marked ``fix`` in its provenance: the
+  page shows the diff on the cell with Keep / Undo, and its Keep runs the cell;
+- elsewhere (nbclient, VS Code, a page without the extension): nothing is changed; the
+  proposal is recorded (:class:`FixProposal`) and ``%agent fix`` shows it as a diff and proposes
+  the fixed source as a new cell below (``set_next_input``). The saved file is not written: a
+  page with it open would then report it changed on disk, and a headless run's file is its input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...agentlib.tools import RunContext, Tool, tool
+from ..live_protocol import Provenance, ReplaceOp
+from ._live_edits import LIVE, apply_live, edit_mode
+from .files import WorkspaceError
+
+if TYPE_CHECKING:
+    from ..history import History
+    from ..live_notebook import LiveNotebook
+    from ..runner import MainThread
+
+__all__ = ["FixProposal", "fix_tools"]
+
+#: The tools a fix reads with, of the python and notebook groups.
+READ_TOOLS = ("read_cells", "list_variables", "describe_variable", "read_history")
+
+
+@dataclass(frozen=True)
+class FixProposal:
+    """The edit a fix proposed: the failing cell's source before and after."""
+
+    cell_id: str
+    old_source: str
+    new_source: str
+    #: It went to the open document (reviewed there); else it is only proposed.
+    live: bool
+    #: Where the cell is in the open document (live proposals).
+    index: int | None = None
+
+
+def fix_tools(
+    shell: Any,
+    main: MainThread,
+    notebook: Path | None,
+    *,
+    cell_id: str,
+    source: str,
+    live: LiveNotebook | None,
+    history: History | None,
+    own_cell_id: str | None,
+    session: str | None,
+    proposals: list[FixProposal],
+) -> list[Tool]:
+    """The tools of a fix of cell ``cell_id``, whose source is ``source`` now. ``live``: the
+    channel to the page (None, or no page connected: proposals only); ``own_cell_id``: the cell
+    ``%agent fix`` runs in; each edit the model makes is appended to ``proposals``."""
+    from ..notebook_path import runs_headless
+    from .notebook import OUTSIDE_A_RUN, notebook_tools
+    from .python import python_tools
+
+    headless = runs_headless()
+    readers = [
+        t
+        for t in (
+            *python_tools(shell, main, history),
+            *notebook_tools(shell, main, notebook, headless=headless, live=live, cell_id=own_cell_id),
+        )
+        if t.name in READ_TOOLS
+    ]
+    current = {"source": source}
+
+    def edit_cell(cell_id: str, old_source: str, new_source: str, run: RunContext = OUTSIDE_A_RUN) -> str:
+        """Replace the failing cell's whole source with the fix. Refused if the cell no longer
+        holds ``old_source``.
+
+        Args:
+            cell_id: The failing cell's id.
+            old_source: The source you expect the cell to have now, exactly.
+            new_source: Its fixed source.
+
+        Notes:
+            Where a page shows the notebook live, the edit lands in the open document as a
+            reviewed change marked as a fix (its Keep runs the cell); elsewhere it is only
+            recorded, for ``%agent fix`` to show as a diff and propose below.
+        """
+        if cell_id != target:
+            raise WorkspaceError(
+                f"This fix edits cell {target} only, the cell that failed; nothing was changed. "
+                "If the cause is in another cell, say so in your answer instead."
+            )
+        is_live = live is not None and not headless and edit_mode(live)[0]
+        if is_live:
+            assert live is not None
+            op = ReplaceOp(op="replace", cell_id=cell_id, expect=old_source, source=new_source)
+            provenance = Provenance(session=session, run=run.run_id, call=run.call_id, fix=True)
+            [cell] = apply_live(live, [op], provenance).cells
+            proposals.append(FixProposal(cell_id, old_source, new_source, live=True, index=cell.index))
+            current["source"] = new_source
+            return (
+                f"Proposed the fix on cell {cell_id} (at index {cell.index}) in {LIVE}: the user sees "
+                "the diff on the cell; Keep runs it, Undo puts the old source back."
+            )
+        if old_source != current["source"]:
+            raise WorkspaceError(
+                f"Cell {cell_id} does not hold that source; nothing was proposed. Its source now:\n"
+                f"{current['source']}"
+            )
+        proposals.append(FixProposal(cell_id, old_source, new_source, live=False))
+        current["source"] = new_source
+        return (
+            f"Proposed the fix for cell {cell_id}: it is shown to the user as a diff, with the fixed "
+            "cell proposed below (no page shows the notebook live, so the cell itself is not changed)."
+        )
+
+    target = cell_id
+    # Sync: the agent runs it in a worker thread, where waiting for the page's answer is fine.
+    return [*readers, tool(edit_cell)]
