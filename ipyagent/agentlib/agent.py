@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -204,7 +203,11 @@ class Agent:
         self._task: asyncio.Task[RunResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._provider: Provider | None = None
-        self._mcp, self._owns_mcp = _mcp_servers(mcp, self.workspace)
+        self._mcp, self._owns_mcp = None, False
+        if mcp is not False:
+            from .mcp_servers import servers_for_agent
+
+            self._mcp, self._owns_mcp = servers_for_agent(mcp, self.workspace)
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -277,7 +280,9 @@ class Agent:
     def provider(self) -> Provider:
         """The resolved model. Raises :class:`UserError` when none is configured or known."""
         if self._provider is None:
-            self._provider = _resolve(self.model)
+            from .endpoints import resolve_provider
+
+            self._provider = resolve_provider(self.model)
         return self._provider
 
     def system_prompt(self, tools: Sequence[ToolSpec] | None = None) -> str:
@@ -773,44 +778,6 @@ class Agent:
         session = self.session
         saved = f", session={str(session.path)!r}" if session is not None else ""
         return f"Agent(model={model!r}, tools={tools}, messages={len(self._conversation.messages)}{saved})"
-
-
-_announced: set[str] = set()
-
-
-def _resolve(model: str | Provider | None) -> Provider:
-    if model is None:
-        from .endpoints import default_model_id
-
-        model = default_model_id()
-        if model not in _announced:  # say once which model a bare Agent() picked, and how to choose
-            _announced.add(model)
-            print(
-                f"ipyagent: no model configured, using {model} (choose one with model=...)", file=sys.stderr
-            )
-    if isinstance(model, str):
-        from .endpoints import provider_for  # HTTP adapters load only when a model string is used
-
-        return provider_for(model)
-    return model
-
-
-def _mcp_servers(
-    mcp: McpServers | Mapping[str, Any] | bool | None, workspace: Path
-) -> tuple[McpServers | None, bool]:
-    """The agent's MCP servers and whether it owns them (closes them with itself)."""
-    if mcp is False:
-        return None, False
-    from .mcp_servers import McpServers
-
-    if isinstance(mcp, McpServers):
-        return mcp, False
-    if isinstance(mcp, Mapping) and mcp:
-        from .mcp_servers.connection import require_sdk
-
-        require_sdk()  # asked for by name: say now how to install it
-    given = mcp if isinstance(mcp, Mapping) else None
-    return McpServers(given, workspace=workspace), True
 
 
 def _model_id(model: str | Provider | None) -> str | None:

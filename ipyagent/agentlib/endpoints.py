@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,7 @@ __all__ = [
     "provider_for",
     "register_endpoint",
     "register_provider_kind",
+    "resolve_provider",
     "split_model_id",
     "unregister_endpoint",
 ]
@@ -441,6 +443,24 @@ def split_model_id(model_id: str) -> tuple[str, str]:
             code="invalid_model_id",
         )
     return endpoint, model
+
+
+_announced: set[str] = set()
+
+
+def resolve_provider(model: str | Provider | None) -> Provider:
+    """What an agent's ``model`` names: a provider given as is, a model id's provider, or (for
+    ``None``) the default model's, said once on stderr with how to choose another."""
+    if model is None:
+        model = default_model_id()
+        if model not in _announced:
+            _announced.add(model)
+            print(
+                f"ipyagent: no model configured, using {model} (choose one with model=...)", file=sys.stderr
+            )
+    if isinstance(model, str):
+        return provider_for(model)
+    return model
 
 
 def provider_for(model_id: str, *, client: httpx.AsyncClient | None = None) -> Provider:

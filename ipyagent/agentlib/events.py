@@ -373,6 +373,31 @@ class MapProgress(_Event):
     status: Literal["running", "completed", "exhausted", "cancelled"] = "running"
     checkpoint: str | None = None
 
+    def __str__(self) -> str:
+        """``map 120/1,000 · 3 failed · 45,210 tokens · $0.12 · 1m20s left`` and so on."""
+        usage = self.usage
+        parts = [f"map {self.done + self.failed:,}/{self.total:,}"]
+        if self.failed:
+            parts.append(f"{self.failed:,} failed")
+        if self.resumed:
+            parts.append(f"{self.resumed:,} from the checkpoint")
+        parts.append(f"{usage.input_tokens + usage.cache_read_tokens + usage.output_tokens:,} tokens")
+        if usage.cost is not None:
+            parts.append(f"${usage.cost:.2f}")
+        if self.finished:
+            parts.append(f"{_duration(self.elapsed)} · {self.status}")
+        elif self.remaining is not None:
+            parts.append(f"{_duration(self.remaining)} left")
+        return " · ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    minutes, rest = divmod(whole, 60)
+    return f"{minutes}m{rest:02d}s" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
+
 
 AgentEvent: TypeAlias = Annotated[
     RunStarted

@@ -233,34 +233,8 @@ class TextProgress:
 
     def __call__(self, event: MapProgress) -> None:
         stream = self.stream if self.stream is not None else sys.stderr
-        stream.write("\r" + progress_line(event) + ("\n" if event.finished else ""))
+        stream.write("\r" + str(event) + ("\n" if event.finished else ""))
         stream.flush()
-
-
-def progress_line(event: MapProgress) -> str:
-    """``map 120/1,000 · 3 failed · 45,210 tokens · $0.12 · 1m20s left`` and so on."""
-    finished = event.done + event.failed
-    parts = [f"map {finished:,}/{event.total:,}"]
-    if event.failed:
-        parts.append(f"{event.failed:,} failed")
-    if event.resumed:
-        parts.append(f"{event.resumed:,} from the checkpoint")
-    parts.append(f"{spent_tokens(event.usage):,} tokens")
-    if event.usage.cost is not None:
-        parts.append(f"${event.usage.cost:.2f}")
-    if event.finished:
-        parts.append(f"{_duration(event.elapsed)} · {event.status}")
-    elif event.remaining is not None:
-        parts.append(f"{_duration(event.remaining)} left")
-    return " · ".join(parts)
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    return f"{minutes}m{seconds:02d}s" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
 
 
 async def run_map(

@@ -76,7 +76,7 @@ from .result import RunResult
 from .retry import Retries, RetryPolicy
 from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_tool_call
 from .tool_sources import SourceContext, ToolSource, gather_tools
-from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, to_output
+from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, jsonable, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
 from .vision import accepts_images, has_images, images_rejected, without_images
 
@@ -593,7 +593,7 @@ class AgentRun:
         return await self._invoke(call, tool, kwargs), arguments, False
 
     async def _invoke(self, call: ToolCallBlock, tool: Tool, kwargs: dict[str, Any]) -> ToolOutput:
-        self._emit(ToolExecuting(call_id=call.id, name=call.name, arguments=_jsonable(kwargs)))
+        self._emit(ToolExecuting(call_id=call.id, name=call.name, arguments=jsonable(kwargs)))
         lend = lambda: ParentRun.of(self, call.id)  # noqa: E731 - what a delegate call starts a child with
         context = RunContext(self.run_id, call.id, call.name, _ask=self._ask_user, _parent=lend)
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
@@ -644,7 +644,7 @@ class AgentRun:
         future = self.answers.open(key)
         self._emit(
             PermissionRequired(
-                call_id=call.id, name=tool.name, arguments=_jsonable(arguments), description=tool.description
+                call_id=call.id, name=tool.name, arguments=jsonable(arguments), description=tool.description
             )
         )
         answer: tuple[Decision, str] = await self.answers.wait(key, future)
@@ -779,15 +779,3 @@ def _error(text: str) -> ToolOutput:
 
 def _join(*texts: str) -> str:
     return "\n\n".join(t for t in texts if t)
-
-
-def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(json.dumps(value, default=_to_json))
-    return result
-
-
-def _to_json(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    return getattr(value, "value", None) if hasattr(value, "value") else str(value)

@@ -37,7 +37,7 @@ if typing.TYPE_CHECKING:
     from .parent_run import ParentRun
     from .sandbox import Limits
 
-__all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "tool"]
+__all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "jsonable", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -368,3 +368,17 @@ def _describe_validation(name: str, exc: ValidationError) -> str:
         lines.append(f"- {where}: {error['msg']}")
     lines.append("Fix the arguments and call the tool again.")
     return "\n".join(lines)
+
+
+def jsonable(value: dict[str, Any]) -> dict[str, Any]:
+    """Tool arguments as plain JSON data, for events: pydantic models dumped, enums by value,
+    anything else by its ``str``."""
+    result: dict[str, Any] = json.loads(json.dumps(value, default=_to_json))
+    return result
+
+
+def _to_json(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return getattr(value, "value", None) if hasattr(value, "value") else str(value)

@@ -4,7 +4,8 @@
 - :class:`ChatView` — a conversation: its blocks, an input box, the buttons;
 - :class:`ChatWidget` — the chat view with the controller that runs its agent. It lives in
   :mod:`ipyagent.controllers`, since a view never runs an agent; it is importable from here,
-  where users have always found it.
+  where users have always found it;
+- :class:`MapProgressBar` — a bar for ``agent.map(..., progress=MapProgressBar())``.
 
 A view is state in, the user's actions out: the core's events go in, a controller receives the
 actions (:mod:`ipyagent.controllers`). The view model — blocks, patches, actions — is typed in
@@ -22,9 +23,10 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from ..controllers import ChatWidget
     from .chat import ChatView
+    from .map_progress import MapProgressBar
     from .views import AgentView, RunView
 
-__all__ = ["AgentView", "ChatView", "ChatWidget", "RunView"]
+__all__ = ["AgentView", "ChatView", "ChatWidget", "MapProgressBar", "RunView"]
 
 #: Where each name lives. ChatWidget is the one name from outside the package: a re-export for
 #: users, which no view module uses (tests/test_package.py checks both).
@@ -32,6 +34,7 @@ _WHERE = {
     "AgentView": ".views",
     "RunView": ".views",
     "ChatView": ".chat",
+    "MapProgressBar": ".map_progress",
     "ChatWidget": "ipyagent.controllers",
 }
 

@@ -57,3 +57,18 @@ def test_a_map_shows_its_progress_and_resumes_after_an_interrupt(kernel: Kernel,
     )
     assert reply["status"] == "ok", reply
     assert text_of(outputs).split() == ["True", str(30 - len(finished))]
+
+
+def test_a_progress_bar_widget_shows_in_the_cell(kernel: Kernel) -> None:
+    kernel.run(SETUP + "m = ScriptedModel([reply] * 3)\nfrom ipyagent.widgets import MapProgressBar")
+    reply, outputs = kernel.run(
+        "bar = MapProgressBar()\n"
+        "out = await Agent(model=m).map(\n"
+        "    range(3), 'Double {item}', output_type=int, checkpoint=False, progress=bar\n"
+        ")\n"
+        "print(bar.bar.value, bar.bar.bar_style, bar.label.value.startswith('map 3/3'))"
+    )
+    assert reply["status"] == "ok", reply
+    views = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(views) == 1  # displayed once, then updated in place
+    assert text_of(outputs).strip().endswith("3 success True")

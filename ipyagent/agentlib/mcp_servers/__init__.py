@@ -8,7 +8,7 @@ SDK (``pip install 'ipyagent[mcp]'``; nothing here imports it until a server sta
 """
 
 from .config import ServerConfig, configured_servers, parse_server, parse_servers
-from .servers import McpServers, ServerStatus
+from .servers import McpServers, ServerStatus, servers_for_agent
 
 __all__ = [
     "McpServers",
@@ -17,4 +17,5 @@ __all__ = [
     "configured_servers",
     "parse_server",
     "parse_servers",
+    "servers_for_agent",
 ]

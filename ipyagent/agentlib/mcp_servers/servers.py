@@ -31,7 +31,7 @@ from .config import ServerConfig, configured_servers, parse_server, parse_server
 from .connection import Connection, ServerGone, require_sdk
 from .mapping import make_tool, result_output, tool_name
 
-__all__ = ["McpServers", "ServerStatus"]
+__all__ = ["McpServers", "ServerStatus", "servers_for_agent"]
 
 ALLOW, DENY = "Allow", "Deny"
 #: Seconds :meth:`McpServers.close` waits for the servers to stop.
@@ -332,3 +332,16 @@ def _close_all() -> None:
     """At exit, stop the servers still running (a stdio server would otherwise be left behind)."""
     for servers in list(_open):
         servers.close()
+
+
+def servers_for_agent(
+    mcp: McpServers | Mapping[str, Any] | bool | None, workspace: Path
+) -> tuple[McpServers, bool]:
+    """The MCP servers of an agent given ``Agent(mcp=...)`` (not ``False``), and whether the agent
+    owns them (closes them with itself): a shared :class:`McpServers` is the caller's."""
+    if isinstance(mcp, McpServers):
+        return mcp, False
+    if isinstance(mcp, Mapping) and mcp:
+        require_sdk()  # asked for by name: say now how to install it
+    given = mcp if isinstance(mcp, Mapping) else None
+    return McpServers(given, workspace=workspace), True
