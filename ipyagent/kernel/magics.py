@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..agentlib.messages import TextBlock
     from ..agentlib.model import Provider
     from ..agentlib.result import RunResult
+    from ..agentlib.sessions import Session
     from .fix_command import FailedCell
     from .runner import Renderer
 
@@ -43,7 +44,7 @@ def _user_error(message: str, hint: str, code: str = "user_error") -> Exception:
     return UserError(message, hint=hint, code=code)
 
 
-__all__ = ["AgentMagics", "protected_files"]
+__all__ = ["AgentMagics", "WithSubagentFiles", "protected_files"]
 
 
 def __getattr__(name: str) -> Any:
@@ -73,6 +74,35 @@ def protected_files(
     if headless and notebook is not None:
         found[notebook] = "the notebook this headless run executes; propose changes with insert_cell instead"
     return found
+
+
+class WithSubagentFiles(Mapping[Path, str]):
+    """``found`` and, read live, the files the sub-agents of ``sessions`` are saved in: they
+    appear while a run goes on (``analysis.agent.delegate-1.jsonl``), each written through its
+    own open handle while its sub-agent works."""
+
+    WHY = "the file a sub-agent of this kernel's conversation is saved in; writing it would lose its turns"
+
+    def __init__(self, found: Mapping[Path, str], sessions: Iterable[Session]) -> None:
+        self.found = dict(found)
+        self.sessions = list(sessions)
+
+    def _current(self) -> dict[Path, str]:
+        children = {
+            session.path.with_name(record["file"]): self.WHY
+            for session in self.sessions
+            for record in session.state.subagents
+        }
+        return {**children, **self.found}
+
+    def __getitem__(self, path: Path) -> str:
+        return self._current()[path]
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
 
 
 HELP = """\
@@ -305,12 +335,14 @@ class AgentMagics(Magics):
             a.session.path for a in (*self.state.agents.values(), agent) if a.session is not None
         ]
         replay = replay_mode()
-        protected = protected_files(
+        found = protected_files(
             sessions=open_sessions,
             cassette=replay.cassette_path(self.state.notebook) if replay.active else None,
             notebook=self.state.notebook,
             headless=runs_headless(),
         )
+        sessions = [a.session for a in (*self.state.agents.values(), agent) if a.session is not None]
+        protected = WithSubagentFiles(found, sessions)
         for t in kernel_tools(
             groups,
             shell=self.shell,

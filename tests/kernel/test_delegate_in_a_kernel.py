@@ -185,3 +185,40 @@ def test_a_delegating_cell_recorded_replays_in_a_kernel_with_no_model(jupyter_en
         assert "(4 of 4 request(s) served)" in text_of(outputs)
     finally:
         player.close()
+
+
+async def test_a_sub_agent_s_session_file_is_off_limits_to_the_file_tools(tmp_path: Path) -> None:
+    from ipyagent import Agent
+    from ipyagent.agentlib.sessions import Session, read_session
+    from ipyagent.kernel.magics import WithSubagentFiles, protected_files
+    from ipyagent.kernel.tools import kernel_tools
+    from ipyagent.testing import ScriptedModel, tool_call
+
+    parent_file = tmp_path / "a.agent.jsonl"
+    session = Session.open(parent_file)
+    found = protected_files(sessions=[parent_file], cassette=None, notebook=None, headless=False)
+    protected = WithSubagentFiles(found, [session])
+    assert set(protected) == {parent_file}  # no sub-agent yet
+    tools = kernel_tools(
+        ["files"],
+        shell=None,
+        main=None,  # type: ignore[arg-type]
+        workspace=tmp_path,
+        notebook=None,
+        protected=protected,
+    )
+    overwrite = tool_call("write_file", {"path": "a.agent.delegate-1.jsonl", "content": "{}"})
+    model = ScriptedModel(
+        [[tool_call("delegate", {"task": "w", "tools": ["write_file"]})], [overwrite], "no", "ok"]
+    )
+    agent = Agent(model=model, tools=tools, delegate=True, session=session, auto_approve=True)
+    refusals: list[str] = []
+    agent.on("tool_result", lambda e: refusals.append(e.content) if e.via else None)
+    await agent.run("go")
+    agent.close()
+
+    child = tmp_path / "a.agent.delegate-1.jsonl"
+    assert child in set(protected)  # it appeared as the sub-agent started
+    (refusal,) = refusals
+    assert "off limits" in refusal and "a sub-agent of this kernel's conversation" in refusal
+    assert [m.role for m in read_session(child).messages] == ["user", "assistant", "user", "assistant"]

@@ -85,7 +85,8 @@ def file_tools(
     what they are (said to the model when it tries); ``search_seconds`` bounds one search
     (default: :data:`SEARCH_SECONDS`)."""
     root = workspace
-    guarded = dict(protected or {})
+    # Read live, not copied: the kernel's mapping grows as sub-agents' session files appear.
+    guarded: Mapping[Path, str] = protected if protected is not None else {}
 
     def real_root() -> str:
         return str(root.resolve())
