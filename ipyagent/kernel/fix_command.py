@@ -164,15 +164,15 @@ def _from_history(state: KernelState, cell_id: str | None) -> FailedCell:
 def fix_prompt(failed: FailedCell) -> str:
     """What the model is asked: the error and the cell, and to explain briefly and edit that cell."""
     return (
-        f"A notebook cell failed. Cell id: {failed.edit_id}.\n\n"
+        "A notebook cell failed." + (f" Cell id: {failed.cell_id}." if failed.cell_id else "") + "\n\n"
         f"It raised {failed.ename}: {failed.evalue}\n\n"
         f"Traceback:\n{failed.traceback}\n\n"
         f"The cell's source now:\n```python\n{failed.source}\n```\n\n"
-        "Explain in two or three sentences what went wrong. Then fix it: call edit_cell once, on "
-        f"cell {failed.edit_id}, with old_source exactly the source above and the corrected source "
-        "as new_source. Change only what the fix needs and keep the rest of the user's code as it is. "
-        "Read other cells or variables first if the error depends on them. Do not run code. If the "
-        "cell is right and the cause is elsewhere, say where and make no edit."
+        "Explain in two or three sentences what went wrong. Then fix it: call fix_cell once, with "
+        "the whole corrected source of the cell as new_source. Change only what the fix needs and keep "
+        "the rest of the user's code as it is. Read other cells or variables first if the error depends "
+        "on them. Do not run code. If the cell is right and the cause is elsewhere, say where and make "
+        "no edit."
     )
 
 

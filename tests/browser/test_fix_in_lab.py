@@ -17,7 +17,7 @@ from ipyagent.testing import ScriptedModel, text, tool_call
 
 m = ScriptedModel([
     [text('`totl` is a typo of `total`.'),
-     tool_call('edit_cell', {{'cell_id': 'c-fail', 'old_source': {FAILING!r}, 'new_source': {FIXED!r}}})],
+     tool_call('fix_cell', {{'new_source': {FIXED!r}}})],
     'I corrected the name in the print call.',
 ])
 %agent model m

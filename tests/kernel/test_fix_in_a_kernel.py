@@ -17,22 +17,22 @@ from ipyagent.testing import ScriptedModel, text, tool_call
 """
 FAILING = "total = 1 + 1\nprint(totl)"
 FIXED = "total = 1 + 1\nprint(total)"
+FENCED = f"```python\n{FIXED}\n```"
 
 
-def script(cell_id: str) -> str:
-    """A model that first tries another cell (refused), then fixes the failing one."""
-    return f"""
+#: A model that first gives the source back unchanged (refused), then the fix in a code fence
+#: (taken without it).
+SCRIPT = f"""
 m = ScriptedModel([
-    [text('The name totl is a typo of total.'),
-     tool_call('edit_cell', {{'cell_id': 'another', 'old_source': 'x', 'new_source': 'y'}})],
-    [tool_call('edit_cell', {{'cell_id': {cell_id!r}, 'old_source': {FAILING!r}, 'new_source': {FIXED!r}}})],
+    [text('The name totl is a typo of total.'), tool_call('fix_cell', {{'new_source': {FAILING!r}}})],
+    [tool_call('fix_cell', {{'new_source': {FENCED!r}}})],
     'Fixed.',
 ])
 """
 
 
 def test_fix_sends_the_error_and_the_cell_and_proposes_the_edit_on_that_cell(kernel: Kernel) -> None:
-    reply, _ = kernel.run(SETUP + script("test-cell"))
+    reply, _ = kernel.run(SETUP + SCRIPT)
     assert reply["status"] == "ok", reply
     # The failing cell, run as a notebook page runs it (its request names the cell: test-cell).
     reply, _ = kernel.run(FAILING, as_page=True)
@@ -60,15 +60,15 @@ def test_fix_sends_the_error_and_the_cell_and_proposes_the_edit_on_that_cell(ker
     assert "NameError: name 'totl' is not defined" in prompt
     assert "Traceback" in prompt and "line 2" in prompt, prompt
     assert f"```python\n{FAILING}\n```" in prompt
-    # Read tools and an edit of that cell; never run_python, run_cell or another edit.
-    assert seen["tools"] == ["describe_variable", "edit_cell", "list_variables", "read_cells", "read_history"]
+    # Read tools and the fix of that cell; never run_python, run_cell or another edit.
+    assert seen["tools"] == ["describe_variable", "fix_cell", "list_variables", "read_cells", "read_history"]
     refused, accepted = seen["results"]
-    assert "This fix edits cell test-cell only" in refused and "nothing was changed" in refused
+    assert "That is the cell's source as it is: nothing was proposed" in refused
     assert accepted.startswith("Proposed the fix for cell test-cell")
 
 
 def test_in_a_page_without_the_extension_the_fixed_cell_is_proposed_below(kernel: Kernel) -> None:
-    kernel.run(SETUP + script("c-fail"))
+    kernel.run(SETUP + SCRIPT)
     kernel.run(FAILING, as_page=True, cell_id="c-fail")
     # As VS Code or a page without ipyagent's extension runs a cell: input allowed, a cell id.
     reply, outputs = kernel.run("%agent fix -m m", as_page=True, cell_id="c-fix")
@@ -84,7 +84,7 @@ def test_in_a_page_without_the_extension_the_fixed_cell_is_proposed_below(kernel
 def test_a_cell_that_failed_before_the_extension_was_loaded_is_found_too(kernel: Kernel) -> None:
     reply, _ = kernel.run(FAILING)
     assert reply["status"] == "error"
-    kernel.run(SETUP + script("failed-cell"))
+    kernel.run(SETUP + SCRIPT)
     reply, outputs = kernel.run("%agent fix -m m")
     assert reply["status"] == "ok", text_of(outputs)
     assert "-print(totl)\n+print(total)" in text_of(outputs)
@@ -117,10 +117,10 @@ def test_with_a_page_the_fix_is_an_edit_of_the_open_document_marked_as_a_fix(jup
     kernel = Kernel(jupyter_env)
     try:
         page = Page(kernel)
-        fix = {"cell_id": "c2", "old_source": live_source, "new_source": "total = 2"}
+        fix = {"new_source": "total = 2"}
         page.run(
             SETUP
-            + f"m = ScriptedModel([[text('x was never defined.'), tool_call('edit_cell', {fix!r})], 'Done.'])"
+            + f"m = ScriptedModel([[text('x was never defined.'), tool_call('fix_cell', {fix!r})], 'Done.'])"
         )
         page.open()
         page.settle()

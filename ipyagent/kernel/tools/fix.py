@@ -3,13 +3,17 @@ the cell that failed.
 
 A fix needs to read (the notebook's cells, the user's variables, the cells run before) and to
 change one cell; it never runs code on its own. So its tools are ``read_cells``,
-``list_variables``, ``describe_variable``, ``read_history`` and an ``edit_cell`` that edits the
-failing cell only (another cell id is refused, saying which cell the fix is for).
+``list_variables``, ``describe_variable``, ``read_history`` and ``fix_cell(new_source)``, which
+replaces the failing cell's source. The fix knows the cell and the source it read: the model
+names neither (an edit that had to quote the old source back exactly, and the cell's id, failed
+most often with small models), and a fixed source wrapped in a Markdown code fence is taken
+without the fence.
 
-What that ``edit_cell`` does depends on where the notebook is shown, as for the notebook tools:
+What ``fix_cell`` does depends on where the notebook is shown, as for the notebook tools:
 
 - a compatible page shows it live: the edit goes to the open document (:mod:`._live_edits`),
-  guarded by ``old_source``, stamped like any edit, and marked ``fix`` in its provenance: the
+  guarded by the source the fix read (a cell the user changed since is refused), stamped like
+  any edit, and marked ``fix`` in its provenance: the
   page shows the diff on the cell with Keep / Undo, and its Keep runs the cell;
 - elsewhere (nbclient, VS Code, a page without the extension): nothing is changed; the
   proposal is recorded (:class:`FixProposal`) and ``%agent fix`` shows it as a diff and proposes
@@ -19,6 +23,7 @@ What that ``edit_cell`` does depends on where the notebook is shown, as for the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +42,14 @@ __all__ = ["FixProposal", "fix_tools"]
 
 #: The tools a fix reads with, of the python and notebook groups.
 READ_TOOLS = ("read_cells", "list_variables", "describe_variable", "read_history")
+#: A whole source in one Markdown code fence (```python ... ```), as models often write code.
+_FENCED = re.compile(r"\A\s*```[\w+-]*[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
+
+
+def unfenced(source: str) -> str:
+    """``source`` without a Markdown code fence around all of it."""
+    match = _FENCED.match(source)
+    return match.group(1) if match else source
 
 
 @dataclass(frozen=True)
@@ -83,49 +96,41 @@ def fix_tools(
     ]
     current = {"source": source}
 
-    def edit_cell(cell_id: str, old_source: str, new_source: str, run: RunContext = OUTSIDE_A_RUN) -> str:
-        """Replace the failing cell's whole source with the fix. Refused if the cell no longer
-        holds ``old_source``.
+    def fix_cell(new_source: str, run: RunContext = OUTSIDE_A_RUN) -> str:
+        """Replace the whole source of the cell that failed with its fixed source.
 
         Args:
-            cell_id: The failing cell's id.
-            old_source: The source you expect the cell to have now, exactly.
-            new_source: Its fixed source.
+            new_source: The cell's complete fixed source (code only).
 
         Notes:
             Where a page shows the notebook live, the edit lands in the open document as a
             reviewed change marked as a fix (its Keep runs the cell); elsewhere it is only
             recorded, for ``%agent fix`` to show as a diff and propose below.
         """
-        if cell_id != target:
+        fixed, old_source = unfenced(new_source), current["source"]
+        if fixed == old_source:
             raise WorkspaceError(
-                f"This fix edits cell {target} only, the cell that failed; nothing was changed. "
-                "If the cause is in another cell, say so in your answer instead."
+                "That is the cell's source as it is: nothing was proposed. Give the corrected source, "
+                "or, if the cause is in another cell, say so in your answer instead."
             )
         is_live = live is not None and not headless and edit_mode(live)[0]
         if is_live:
             assert live is not None
-            op = ReplaceOp(op="replace", cell_id=cell_id, expect=old_source, source=new_source)
+            op = ReplaceOp(op="replace", cell_id=cell_id, expect=old_source, source=fixed)
             provenance = Provenance(session=session, run=run.run_id, call=run.call_id, fix=True)
             [cell] = apply_live(live, [op], provenance).cells
-            proposals.append(FixProposal(cell_id, old_source, new_source, live=True, index=cell.index))
-            current["source"] = new_source
+            proposals.append(FixProposal(cell_id, old_source, fixed, live=True, index=cell.index))
+            current["source"] = fixed
             return (
                 f"Proposed the fix on cell {cell_id} (at index {cell.index}) in {LIVE}: the user sees "
                 "the diff on the cell; Keep runs it, Undo puts the old source back."
             )
-        if old_source != current["source"]:
-            raise WorkspaceError(
-                f"Cell {cell_id} does not hold that source; nothing was proposed. Its source now:\n"
-                f"{current['source']}"
-            )
-        proposals.append(FixProposal(cell_id, old_source, new_source, live=False))
-        current["source"] = new_source
+        proposals.append(FixProposal(cell_id, old_source, fixed, live=False))
+        current["source"] = fixed
         return (
             f"Proposed the fix for cell {cell_id}: it is shown to the user as a diff, with the fixed "
             "cell proposed below (no page shows the notebook live, so the cell itself is not changed)."
         )
 
-    target = cell_id
     # Sync: the agent runs it in a worker thread, where waiting for the page's answer is fine.
-    return [*readers, tool(edit_cell)]
+    return [*readers, tool(fix_cell)]
