@@ -483,7 +483,7 @@ class Agent:
         checkpoint: str | os.PathLike[str] | bool = True,
         retry_failed: bool = False,
         progress: bool | Callable[[MapProgress], Any] = True,
-        executor: MapExecutor | None = None,
+        executor: MapExecutor | Any = None,
     ) -> Any:
         """Ask the same question of every item; results come back aligned with ``items``.
 
@@ -504,7 +504,9 @@ class Agent:
         ``.errors``, ``.to_pandas()``), a DataFrame on the input's index for pandas input (the
         output's fields or one ``output`` column, and ``error``). ``progress``: a line on stderr
         (done, failed, tokens, cost, time left), a function given each ``MapProgress``, or
-        ``False``. ``executor`` decides where items run (see ``maps.MapExecutor``)."""
+        ``False``. ``executor`` decides where items run: a Dask ``distributed.Client`` runs them on
+        its cluster (see :mod:`~ipyagent.agentlib.executors`, ``maps.MapExecutor``)."""
+        from .executors import executor_for
         from .maps import run_map
 
         config = self._run_config(self.provider, output_type=output_type, output_retries=output_retries)
@@ -516,7 +518,7 @@ class Agent:
             budget=Budget.of(budget),
             checkpoint=checkpoint,
             retry_failed=retry_failed,
-            executor=executor,
+            executor=executor_for(executor),
             progress=progress,
             emit=self._bus.emit,
         )
