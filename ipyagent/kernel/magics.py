@@ -727,7 +727,7 @@ class AgentMagics(Magics):
         )
 
     def _fix(self, agent: Agent, failed: FailedCell, args: Any, rest: list[str]) -> None:
-        from .fix_command import explanation, fix_prompt, fix_report
+        from .fix_command import explanation, fix_prompt, fix_report, used_variables
         from .notebook_path import runs_headless
         from .tools.fix import FixProposal, fix_tools
 
@@ -752,7 +752,12 @@ class AgentMagics(Magics):
         agent.auto_approve = True
         raw = f"%agent fix {' '.join(rest)}".rstrip()
         result, interrupted = self._run(
-            agent, fix_prompt(failed), args, cell_id=own_cell, raw_cell=raw, context="outline,variables"
+            agent,
+            fix_prompt(failed, used_variables(failed.source, self.shell.user_ns if self.shell else {})),
+            args,
+            cell_id=own_cell,
+            raw_cell=raw,
+            context="outline,variables",
         )
         self._conclude(result, interrupted)
         if result is None or result.status == "cancelled":
