@@ -740,6 +740,7 @@ class AgentMagics(Magics):
             self.state.main,
             self.state.notebook,
             cell_id=failed.edit_id,
+            name=failed.name,
             source=failed.source,
             live=self.state.live if failed.live else None,
             history=self.state.history,
