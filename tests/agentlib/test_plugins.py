@@ -243,8 +243,8 @@ async def test_the_model_remembers_recalls_and_forgets_notes_with_permission(tmp
 
 async def test_a_headless_run_cannot_file_a_note_unless_auto_approved(tmp_path: Path) -> None:
     memory = Memory(folder=tmp_path / "notes")
-    model = ScriptedModel([tool_call("remember", {"title": "t", "text": "x"}), "no", *[
-        tool_call("remember", {"title": "t", "text": "x"}), "yes"]])  # fmt: skip
+    call = tool_call("remember", {"title": "t", "text": "x"})
+    model = ScriptedModel([call, "no", call, "yes"])
     await Agent(model=model, plugins=[memory]).run("file it")
     assert memory.notes() == []
     await Agent(model=model, plugins=[memory], auto_approve=True).run("file it")
