@@ -153,7 +153,7 @@ class Agent:
         redact_requests: bool | None = None,
         mcp: McpServers | Mapping[str, Any] | bool | None = None,
         delegate: bool | Delegation = False,
-        plugins: Plugins | Sequence[Plugin] | None = None,
+        plugins: Plugins | Sequence[Plugin] = (),
     ) -> None:
         if max_turns < 1:
             raise UserError(

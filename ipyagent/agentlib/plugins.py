@@ -193,6 +193,7 @@ class Plugins:
 
     @classmethod
     def of(cls, value: Plugins | Iterable[Plugin] | None) -> Plugins:
+        """``value`` itself when it is a registry, else a registry of its plugins."""
         return value if isinstance(value, Plugins) else cls(value or ())
 
 
