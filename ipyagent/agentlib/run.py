@@ -58,9 +58,8 @@ from .hooks import (
     Hooks,
     ToolCallBlocked,
     ToolCallInfo,
-    call_hook,
     check_tool_call,
-    hook_name,
+    fail_open,
     prepare_request,
     screener,
 )
@@ -462,7 +461,7 @@ class AgentRun:
 
     async def _after_model(self, reply: Message) -> None:
         for fn in [fn for h in self.config.hooks.chain() for fn in h.after_model]:
-            await self._fail_open(fn, reply)
+            await fail_open(fn, reply, emit=self._emit)
         if self.config.plugins:
             await plugins_on_turn(self._plugin_run(), reply)
 
@@ -555,7 +554,7 @@ class AgentRun:
         tool = self.tools.get(call.name)
         info = ToolCallInfo(call.id, call.name, display_args, tool.read_only if tool else True)
         for fn in [fn for h in self.config.hooks.chain() for fn in h.after_tool]:
-            await self._fail_open(fn, info, event)
+            await fail_open(fn, info, event, emit=self._emit)
 
     async def _attempt(self, call: ToolCallBlock) -> tuple[ToolOutput, dict[str, Any], bool]:
         """Everything between a call and its output: ``(output, arguments, refused)``. Every
@@ -776,19 +775,6 @@ class AgentRun:
 
     def _someone_can_answer(self, event_type: str) -> bool:
         return self.bus.has_listener(event_type) or self.bus.has_stream
-
-    async def _fail_open(self, fn: Any, *args: Any) -> None:
-        try:
-            await call_hook(fn, *args)
-        except Exception as exc:
-            log.warning(
-                "ipyagent: after-hook %s raised %s: %s (ignored)", hook_name(fn), type(exc).__name__, exc
-            )
-            self._emit(
-                RunWarning(
-                    code="hook_failed", message=f"The hook {hook_name(fn)} raised {type(exc).__name__}: {exc}"
-                )
-            )
 
 
 def _error(text: str) -> ToolOutput:
