@@ -207,14 +207,14 @@ async def start_plugins(run: PluginRun) -> RunConfig:
     contexts: list[str] = []
     tools = list(config.tools)
     for plugin in config.plugins:
-        ok, text = await _call(run, plugin, "context", plugin.context, run)
+        ok, text = await _call(run, plugin, "context", run)
         if ok and text is not None and not isinstance(text, str):
             _warn(run, plugin, "context", f"it returned {type(text).__name__}, not text")
         elif ok and text and text.strip():
             contexts.append(_bounded(text.strip()))
-        ok, offered = await _call(run, plugin, "tools", plugin.tools)
+        ok, offered = await _call(run, plugin, "tools")
         try:
-            built = [as_tool(t) for t in offered] if ok else []
+            built = [as_tool(t) for t in offered or ()] if ok else []
         except Exception as exc:
             _warn(run, plugin, "tools", f"{type(exc).__name__}: {exc}")
             built = []
@@ -230,7 +230,7 @@ async def start_plugins(run: PluginRun) -> RunConfig:
 async def plugins_on_turn(run: PluginRun, reply: Message) -> None:
     """Call each plugin's :meth:`Plugin.on_turn`."""
     for plugin in run.config.plugins:
-        await _call(run, plugin, "on_turn", plugin.on_turn, run, reply)
+        await _call(run, plugin, "on_turn", run, reply)
 
 
 async def plugins_on_run_end(run: PluginRun, result: RunResult) -> None:
@@ -238,15 +238,19 @@ async def plugins_on_run_end(run: PluginRun, result: RunResult) -> None:
     now stops what the plugins do (with a warning), not the run, whose result stands."""
     for plugin in run.config.plugins:
         try:
-            await _call(run, plugin, "on_run_end", plugin.on_run_end, result, run)
+            await _call(run, plugin, "on_run_end", result, run)
         except asyncio.CancelledError:
             _warn(run, plugin, "on_run_end", "it was cancelled before it finished")
             return
 
 
-async def _call(run: PluginRun, plugin: Plugin, what: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """``(True, value)`` of ``fn(*args)``, awaited when it returns an awaitable; ``(False, None)``
-    and a warning when it raises."""
+async def _call(run: PluginRun, plugin: Plugin, what: str, *args: Any) -> Any:
+    """``(True, value)`` of the plugin's method ``what`` called with ``args``, awaited when it
+    returns an awaitable; ``(True, None)`` when it has no such method (each is optional);
+    ``(False, None)`` and a warning when it raises."""
+    fn = getattr(plugin, what, None)
+    if fn is None:
+        return True, None
     try:
         value = fn(*args)
         if inspect.isawaitable(value):

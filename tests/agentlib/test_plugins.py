@@ -124,6 +124,32 @@ async def test_a_long_context_is_cut_to_its_bound() -> None:
     assert "[cut:" in system
 
 
+class OnlyContext:
+    """A plugin by shape alone: a name and one of the methods."""
+
+    name = "shape"
+
+    def context(self, run: PluginRun) -> str:
+        return "Answer in French."
+
+
+async def test_a_plugin_needs_only_a_name_and_the_methods_it_uses() -> None:
+    model = ScriptedModel(["Bonjour."])
+    agent = Agent(model=model, plugins=[OnlyContext()])  # type: ignore[list-item]
+    seen = warnings_of(agent)
+    assert (await agent.run("hi")).status == "completed"
+    assert "Answer in French." in model.requests[0].system and seen == []
+
+
+async def test_the_items_of_a_map_call_no_plugins() -> None:
+    plugin = Recorder()
+    model = ScriptedModel(["a", "b"])
+    agent = Agent(model=model, plugins=[plugin])
+    result = await agent.map(["x", "y"], "Say {item}", checkpoint=False, progress=False, concurrency=1)
+    assert list(result) == ["a", "b"] and plugin.calls == []
+    assert all("metres" not in r.system for r in model.requests)
+
+
 # -- summaries ------------------------------------------------------------------------------------
 
 
@@ -268,3 +294,13 @@ async def test_the_index_is_bounded(tmp_path: Path) -> None:
         memory.remember(f"note {n:02d}", f"fact number {n}")
     index = memory.index()
     assert len(index) < 260 and "more (recall them by title)" in index
+
+
+async def test_a_sub_agents_run_calls_no_plugins() -> None:
+    plugin = Recorder()
+    model = ScriptedModel([tool_call("delegate", {"task": "Say hi.", "tools": []}), "hi", "Done."])
+    agent = Agent(model=model, plugins=[plugin], delegate=True)
+    result = await agent.run("Delegate a greeting.")
+    assert result.text == "Done."
+    assert [c[0] for c in plugin.calls] == ["context", "turn", "turn", "end"]
+    assert "metres" in model.requests[0].system and "metres" not in model.requests[1].system
