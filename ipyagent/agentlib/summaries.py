@@ -6,10 +6,11 @@ few replayed into the later conversations of the same notebook.
     agent = Agent(model=..., session="analysis.agent.jsonl", plugins=[Summaries()])
     agent.plugins.get("summaries").records()   # what it keeps; .clear() deletes it
 
-When a run ends completed or exhausted, the same model is asked (one plain request, through the
-redaction of secrets and the policies, as a compaction's) for a short summary of what the run
-did and found and advice for later work; when the model fails, a deterministic digest of the run
-stands in. The record is appended to ``<notebook>.summaries.jsonl`` beside the conversation's
+When a run completes, the same model is asked (one plain request, through the redaction of
+secrets and the policies, as a compaction's) for a short summary of what the run did and found
+and advice for later work; when the model fails, a deterministic digest of the run stands in. A
+run that stopped at a cap (``exhausted``: its budget, ``max_turns``) gets the digest without a
+request, which would spend past the cap. The record is appended to ``<notebook>.summaries.jsonl`` beside the conversation's
 session file (``analysis.summaries.jsonl`` for ``analysis.agent.jsonl``), or to ``path``; an agent
 with neither keeps them in memory. A conversation is told the last ``replay`` summaries recorded
 before it began — a new conversation (``%%agent --new``, another session, the kernel restarted)
@@ -167,11 +168,16 @@ class Summaries(Plugin):
         if result.status not in ("completed", "exhausted") or not result.messages:
             return
         self._settle_path(run)
-        text, usage, error = await self._ask(result, run)
+        if result.status == "exhausted":  # it met a cap: a digest, which costs no request
+            text, usage, error = "", Usage(), None
+        else:
+            text, usage, error = await self._ask(result, run)
         run.count_usage(usage)
         summary, advice = _parts(text)
         fallback = not summary
-        if fallback:
+        if fallback and result.status == "exhausted":
+            summary, advice = fallback_summary(result.messages), ""
+        elif fallback:
             summary, advice = fallback_summary(result.messages), ""
             problem = error.message if error is not None else "it returned nothing"
             run.emit(

@@ -304,3 +304,13 @@ async def test_a_sub_agents_run_calls_no_plugins() -> None:
     assert result.text == "Done."
     assert [c[0] for c in plugin.calls] == ["context", "turn", "turn", "end"]
     assert "metres" in model.requests[0].system and "metres" not in model.requests[1].system
+
+
+async def test_a_run_stopped_at_a_cap_gets_a_digest_without_another_request(tmp_path: Path) -> None:
+    plugin = Summaries(tmp_path / "s.jsonl")
+    model = ScriptedModel([tool_call("units", {}), "never asked"])
+    agent = Agent(model=model, plugins=[plugin, Recorder()], max_turns=1)
+    result = await agent.run("Which units?")
+    assert result.status == "exhausted" and len(model.requests) == 1
+    [record] = plugin.records()
+    assert record.fallback and record.status == "exhausted" and "Which units?" in record.summary
