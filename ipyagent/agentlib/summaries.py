@@ -98,16 +98,23 @@ class Summaries(Plugin):
             ``<notebook>.summaries.jsonl``; in memory for an agent without a session).
         replay: How many of the latest summaries a new conversation is told (0: none).
         max_chars: Each summary and each advice is cut to this many characters.
+        keep: How many summaries are kept; past that, the oldest are deleted.
     """
 
     name = "summaries"
 
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, *, replay: int = 3, max_chars: int = 800
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        replay: int = 3,
+        max_chars: int = 800,
+        keep: int = 100,
     ) -> None:
         self.path = Path(path) if path is not None else None
         self.replay = replay
         self.max_chars = max_chars
+        self.keep = keep
         self._kept: list[RunSummary] = []  # without a file
 
     # -- what the user reads and deletes --------------------------------------------------------
@@ -206,7 +213,7 @@ class Summaries(Plugin):
 
     def _keep(self, record: RunSummary) -> None:
         if self.path is None:
-            self._kept.append(record)
+            self._kept = [*self._kept, record][-self.keep :]
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = open_for_append(self.path)
@@ -214,6 +221,9 @@ class Summaries(Plugin):
             append_line(fd, json_line(record.to_json()))
         finally:
             os.close(fd)
+        kept = self.records()
+        if len(kept) > self.keep:
+            atomic_write(self.path, "".join(json_line(r.to_json()) for r in kept[-self.keep :]))
 
     def _clip(self, text: str) -> str:
         text = redact_text(" ".join(text.split()))

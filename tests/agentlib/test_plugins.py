@@ -196,9 +196,12 @@ async def test_the_last_few_are_replayed_after_a_restart(tmp_path: Path) -> None
         agent.reset()
         await agent.run(f"question {n}")
     model = ScriptedModel(["ok", "Summary: later."])
-    await Agent(model=model, plugins=[Summaries(path, replay=2)]).run("hello again")
+    later = Summaries(path, replay=2, keep=3)
+    await Agent(model=model, plugins=[later]).run("hello again")
     system = model.requests[0].system
     assert "run 2." in system and "run 3." in system and "run 1." not in system
+    # Past ``keep``, the oldest are deleted from the file.
+    assert [r.summary for r in later.records()] == ["run 2.", "run 3.", "later."]
 
 
 async def test_when_the_model_cannot_summarize_a_digest_is_kept(tmp_path: Path) -> None:
