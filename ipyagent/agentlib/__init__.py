@@ -35,6 +35,7 @@ from .errors import retired_errors as _retired_errors
 from .executors import DaskExecutor
 from .hooks import BlockToolCall, Hooks, ToolCallInfo
 from .maps import ItemResult, LoopExecutor, MapExecutor, MapResult
+from .memory import Memory
 from .messages import (
     ImageBlock,
     Message,
@@ -44,10 +45,12 @@ from .messages import (
     ToolResultBlock,
 )
 from .model import ModelRequest, ModelSettings, OutputSchema, Provider, ToolChoice, ToolSpec
+from .plugins import Plugin, PluginRun, Plugins
 from .policy import Block, Pass
 from .result import RunResult
 from .retry import RetryPolicy
 from .sessions import Session, SessionWarning
+from .summaries import Summaries
 from .tools import RunContext, Tool, ToolOutput, tool
 from .usage import ContextWindow, Usage
 
@@ -73,6 +76,7 @@ __all__ = [
     "MapCheckpointWarning",
     "MapExecutor",
     "MapResult",
+    "Memory",
     "Message",
     "ModelNotFoundError",
     "ModelRequest",
@@ -80,6 +84,9 @@ __all__ = [
     "OutputSchema",
     "OutputValidationError",
     "Pass",
+    "Plugin",
+    "PluginRun",
+    "Plugins",
     "PolicyBlocked",
     "ProtocolError",
     "Provider",
@@ -92,6 +99,7 @@ __all__ = [
     "RunResult",
     "Session",
     "SessionWarning",
+    "Summaries",
     "TextBlock",
     "ThinkingBlock",
     "Tool",
