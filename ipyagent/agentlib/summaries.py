@@ -10,8 +10,9 @@ When a run completes, the same model is asked (one plain request, through the re
 secrets and the policies, as a compaction's) for a short summary of what the run did and found
 and advice for later work; when the model fails, a deterministic digest of the run stands in. A
 run that stopped at a cap (``exhausted``: its budget, ``max_turns``) gets the digest without a
-request, which would spend past the cap. The record is appended to ``<notebook>.summaries.jsonl`` beside the conversation's
-session file (``analysis.summaries.jsonl`` for ``analysis.agent.jsonl``), or to ``path``; an agent
+request, which would spend past the cap. The record is appended to ``<notebook>.summaries.jsonl``
+beside the conversation's session file (``analysis.summaries.jsonl`` for ``analysis.agent.jsonl``),
+or to ``path``; an agent
 with neither keeps them in memory. A conversation is told the last ``replay`` summaries recorded
 before it began — a new conversation (``%%agent --new``, another session, the kernel restarted)
 reads what the earlier ones did; its own runs are in its transcript already.
