@@ -100,7 +100,7 @@ export class Parts {
       this.#node(node);
       return;
     }
-    splitNested(node);
+    // (What is nested in it streamed in parts, or was split as it was put in: no splitNested.)
     this.#counted(node);
   }
 

@@ -173,13 +173,11 @@ export class ItemBody {
     this.feeder.feed(true);
   }
 
-  /** The item is complete (marked's token `item`, in a list `loose` or not): whether the <li>
-   * as streamed is what rendering it gives. */
-  finish(item, loose) {
+  /** The item is complete, in a list `loose` or not: whether the <li> as streamed is what
+   * rendering it gives. Its content is (every line was read with the item's indentation, as
+   * marked reads such lines), so it is if the list is as loose or tight as assumed. */
+  finish(loose) {
     this.feeder.feed(false);
-    if (item.task || loose !== this.loose) return false;
-    const streamed = this.inner.text;
-    const text = item.text.trimEnd();
-    return streamed.length >= text.length && streamed.toString().trimEnd() === text;
+    return loose === this.loose;
   }
 }

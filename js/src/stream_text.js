@@ -81,6 +81,29 @@ export class ListRegion {
     // A task's checkbox, a tab in the marker's line: the item is rendered whole as it grows.
     this.bodyFails = /^[ \t]*(?:[*+-]|\d{1,9}[.)])[ \t]+\[[ xX]\](?:[ \t]|$)|^[^\t]*\t/.test(line);
     this.itemLoose = false; // a blank line in the item, before more of it, made the list loose
+    // The item's lines inside a code block, but blank ones ([from, to) each): whether the list
+    // goes on and is loose does not depend on them, so while the content streams on its own the
+    // item is lexed without them (a long code block in an item is not lexed whole again).
+    this.skips = [];
+  }
+
+  /** The open item's text up to `to`, as lexed to check it (see `skips`). */
+  #itemText(to) {
+    const s = this.s;
+    if (!this.body || !this.skips.length) return s.text.slice(this.itemStart, to);
+    let out = "";
+    let at = this.itemStart;
+    for (const [from, end] of this.skips) {
+      out += s.text.slice(at, from);
+      at = end;
+    }
+    return out + s.text.slice(at, to);
+  }
+
+  /** A finished item's token (see #finished). */
+  #token(entry) {
+    if (!entry.window) return entry;
+    return lexBlocks(this.s.text.slice(entry.window[0], entry.window[1]) + entry.window[2])[0].items[0];
   }
 
   #trackFence(line) {
@@ -98,6 +121,11 @@ export class ListRegion {
     if (this.fence) {
       this.#trackFence(line);
       this.prevBlank = false;
+      if (this.fence && line.trim()) {
+        const last = this.skips.at(-1);
+        if (last?.[1] === at) last[1] = at + line.length + 1;
+        else this.skips.push([at, at + line.length + 1]);
+      }
       this.#toBody(line, at);
       return;
     }
@@ -148,7 +176,7 @@ export class ListRegion {
 
   /** Whether the open item with `line` after a blank line makes the list loose (marked's view). */
   #looseWith(line, at) {
-    const list = lexBlocks(`${this.s.text.slice(this.itemStart, at)}${line}\n`)[0];
+    const list = lexBlocks(`${this.#itemText(at)}${line}\n`)[0];
     return list?.type === "list" && list.loose;
   }
 
@@ -156,7 +184,7 @@ export class ListRegion {
   #turnLoose() {
     this.loose = true;
     this.s.sink.listOpen(listShellHtml(this.list));
-    this.html = this.items.map((t) => listItemHtml(this.list, t, true)).join("");
+    this.html = this.items.map((t) => listItemHtml(this.list, this.#token(t), true)).join("");
     if (this.body) {
       this.body = null; // its <li> went with the list: it starts again
       this.shown = { len: 0, to: this.itemStart };
@@ -165,7 +193,7 @@ export class ListRegion {
 
   /** Whether the list ends before `line` (marked's view of the open item and that line). */
   #endsBefore(line, at) {
-    const item = this.s.text.slice(this.itemStart, at);
+    const item = this.#itemText(at);
     const tokens = lexBlocks(`${item}${line}\n`);
     return (
       tokens.length > 1 &&
@@ -178,10 +206,10 @@ export class ListRegion {
   /** `line` looks like the next item's first line: then the open item is finished. */
   #nextItem(line, at) {
     const s = this.s;
-    const tokens = lexBlocks(`${s.text.slice(this.itemStart, at)}${line}\n`);
+    const tokens = lexBlocks(`${this.#itemText(at)}${line}\n`);
     const list = tokens[0];
     if (tokens.length === 1 && list.type === "list" && list.items.length === 2) {
-      this.#finished(list.items[0], list.loose);
+      this.#finished(list.items[0], list.loose, [this.itemStart, at, `${line}\n`]);
       this.#openItem(at, line);
     } else if (this.#endsBefore(line, at)) {
       s.cut(at); // another kind of bullet (another list) or a rule
@@ -192,19 +220,24 @@ export class ListRegion {
     }
   }
 
-  #finished(item, loose) {
+  /** The open item is finished: `item` is its token, lexed from `window` ([start, end, what
+   * follows]) less its skipped lines if it was streaming on its own. */
+  #finished(item, loose, window) {
+    const lexed = Boolean(this.body && this.skips.length);
     // A blank line between items makes the whole list loose.
     if (loose && !this.loose) this.#turnLoose();
     const body = this.body;
     this.body = null;
-    this.items.push(item);
-    if (body?.finish(item, this.loose)) {
+    if (body?.finish(this.loose)) {
       // The item as it streamed is the item: it stays (after the items finished before it).
+      this.items.push(lexed ? { window } : item);
       this.flush();
       this.s.sink.itemKeep();
       return;
     }
-    this.html += listItemHtml(this.list, item, this.loose);
+    const token = lexed ? this.#token({ window }) : item;
+    this.items.push(token);
+    this.html += listItemHtml(this.list, token, this.loose);
   }
 
   flush() {
@@ -229,8 +262,7 @@ export class ListRegion {
 
   close(end) {
     const s = this.s;
-    const src = s.text.slice(this.itemStart, end);
-    const tokens = lexBlocks(src);
+    const tokens = lexBlocks(this.#itemText(end));
     const list = tokens[0];
     if (tokens.length !== 1 || list.type !== "list" || list.items.length !== 1) {
       // Not the one item it was taken for: the region, rendered whole.
@@ -238,7 +270,7 @@ export class ListRegion {
       s.sink.freeze(s.render(s.text.slice(this.start, end)));
       return;
     }
-    this.#finished(list.items[0], list.loose);
+    this.#finished(list.items[0], list.loose, [this.itemStart, end, ""]);
     this.flush();
     s.sink.listClose();
   }
