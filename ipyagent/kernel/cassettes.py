@@ -38,6 +38,16 @@ __all__ = [
     "replay_mode",
 ]
 
+#: What differs between two runners of one notebook, not between runs, scrubbed before a request
+#: is recorded or compared: the number a cell the agent runs takes (``run_cell``: under
+#: ``python -m ipyagent run`` the kernel counts cells as a front end does, nbval runs them with
+#: ``store_history=False``), and the file a cell's code is compiled from, named after the kernel's
+#: process (it shows in the tracebacks ``%agent fix`` sends).
+KERNEL_SCRUBS: tuple[tuple[str, str], ...] = (
+    (r"\(execution count \d+\)", "(execution count …)"),
+    (r"[^\s\"']*ipykernel_\d+/\d+\.py", "<cell>"),
+)
+
 Mode = Literal["off", "record", "replay"]
 MODES: tuple[Mode, ...] = ("record", "replay", "off")
 ENV_MODE = "IPYAGENT_REPLAY"
@@ -150,7 +160,12 @@ class ReplaySwitch:
                 wrapped = _resolve(model)
                 self._resolved.append(wrapped)
             made = ReplayModel(
-                wrapped, cassette=cassette, mode="record", workspace=workspace, rerecord_hint=hint
+                wrapped,
+                cassette=cassette,
+                mode="record",
+                workspace=workspace,
+                scrub=KERNEL_SCRUBS,
+                rerecord_hint=hint,
             )
         else:
             # Never called: a given model only names what the recording must have used.
@@ -160,6 +175,7 @@ class ReplaySwitch:
                 mode="replay",
                 model_id=model if isinstance(model, str) else None,
                 workspace=workspace,
+                scrub=KERNEL_SCRUBS,
                 rerecord_hint=hint,
             )
         self._models[key] = made

@@ -109,6 +109,37 @@ def test_the_switch_closes_the_providers_it_resolved_to_record_and_no_others(
     assert resolved.closed == 1
 
 
+async def test_what_differs_between_runners_of_a_notebook_does_not_fail_its_replay(tmp_path: Path) -> None:
+    """A cell the agent runs takes the next count, which nbval (``store_history=False``) and
+    ``python -m ipyagent run`` number differently, and a traceback names the kernel's process."""
+    from ipyagent.agentlib.messages import Message, ToolResultBlock
+    from ipyagent.agentlib.model import ModelRequest, TextChunk
+
+    def request(count: int, pid: int) -> ModelRequest:
+        result = (
+            f"(execution count {count})\n\nTraceback (most recent call last):\n"
+            f'  File "/tmp/ipykernel_{pid}/2543150158.py", line 1, in <module>'
+        )
+        return ModelRequest(
+            model="m",
+            messages=[
+                Message.user("Run it."),
+                Message(role="user", content=[ToolResultBlock(tool_call_id="c", content=result)]),
+            ]
+        )
+
+    switch = ReplaySwitch("record")
+    recorder = switch.wrap(ScriptedModel(["Done."]), tmp_path / "nb.ipynb")
+    assert isinstance(recorder, ReplayModel)
+    [_ async for _ in recorder.stream(request(6, 15809))]
+    switch.set("replay")
+    replayer = switch.wrap(None, tmp_path / "nb.ipynb")
+    assert isinstance(replayer, ReplayModel)
+    events = [e async for e in replayer.stream(request(1, 19843))]  # raises on a mismatch
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Done."
+    switch.close()
+
+
 def test_a_recorded_cell_replays_in_a_kernel_with_no_model(jupyter_env: Path) -> None:
     notebook = jupyter_env / "analysis.ipynb"
     where = {"JPY_SESSION_NAME": str(notebook)}
