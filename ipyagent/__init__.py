@@ -31,6 +31,8 @@ if _typing.TYPE_CHECKING:
         Message,
         OutputValidationError,
         Pass,
+        Pipeline,
+        PipelineRun,
         RetryPolicy,
         RunContext,
         RunResult,
@@ -40,7 +42,9 @@ if _typing.TYPE_CHECKING:
         ToolOutput,
         Usage,
         UserError,
+        agent_step,
         events,
+        map_step,
         tool,
     )
 
@@ -58,6 +62,8 @@ __all__ = [
     "Message",
     "OutputValidationError",
     "Pass",
+    "Pipeline",
+    "PipelineRun",
     "RetryPolicy",
     "RunContext",
     "RunResult",
@@ -68,8 +74,10 @@ __all__ = [
     "Usage",
     "UserError",
     "__version__",
+    "agent_step",
     "events",
     "load_ipython_extension",
+    "map_step",
     "tool",
     "unload_ipython_extension",
 ]

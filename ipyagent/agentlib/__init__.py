@@ -22,6 +22,7 @@ from .errors import (
     HookError,
     ModelNotFoundError,
     OutputValidationError,
+    PipelineFailed,
     PolicyBlocked,
     ProtocolError,
     ProviderError,
@@ -44,6 +45,9 @@ from .messages import (
     ToolResultBlock,
 )
 from .model import ModelRequest, ModelSettings, OutputSchema, Provider, ToolChoice, ToolSpec
+from .pipeline_log import PipelineWarning, StepError, StepRecord
+from .pipeline_steps import agent_step, map_step
+from .pipelines import BudgetExhausted, Pipeline, PipelineRun, RunInfo, Step, StepContext
 from .policy import Block, Pass
 from .result import RunResult
 from .retry import RetryPolicy
@@ -59,6 +63,7 @@ __all__ = [
     "Block",
     "BlockToolCall",
     "Budget",
+    "BudgetExhausted",
     "CompactionResult",
     "ContextOverflowError",
     "ContextWindow",
@@ -80,6 +85,10 @@ __all__ = [
     "OutputSchema",
     "OutputValidationError",
     "Pass",
+    "Pipeline",
+    "PipelineFailed",
+    "PipelineRun",
+    "PipelineWarning",
     "PolicyBlocked",
     "ProtocolError",
     "Provider",
@@ -89,9 +98,14 @@ __all__ = [
     "RetryPolicy",
     "RunContext",
     "RunError",
+    "RunInfo",
     "RunResult",
     "Session",
     "SessionWarning",
+    "Step",
+    "StepContext",
+    "StepError",
+    "StepRecord",
     "TextBlock",
     "ThinkingBlock",
     "Tool",
@@ -104,7 +118,9 @@ __all__ = [
     "TransportError",
     "Usage",
     "UserError",
+    "agent_step",
     "events",
+    "map_step",
     "tool",
 ]
 
