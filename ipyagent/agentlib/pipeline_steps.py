@@ -13,14 +13,16 @@ finished items are not asked or paid for again. This module builds the steps; th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from .errors import AgentRunFailed, ErrorInfo, UserError
-from .maps import MapExecutor, MapResult
+from .events import MapProgress
+from .maps import MapExecutor, MapResult, TextProgress
 from .pipelines import BudgetExhausted, Step, StepContext
+from .usage import Usage
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -54,17 +56,19 @@ class AgentStep(Step):
 
     async def __call__(self, state: Any, context: StepContext) -> Any:
         text = _render(self.prompt, state, self.name)
-        result = await self.agent.map(
-            [text],
-            _itself,
-            output_type=self.output_type,
-            output_retries=self.output_retries,
-            concurrency=1,
-            budget=context.budget,
-            checkpoint=context.checkpoint("agent"),
-            progress=False,
+        spent = _Spent(context, None)
+        result = await spent.watching(
+            self.agent.map(
+                [text],
+                _itself,
+                output_type=self.output_type,
+                output_retries=self.output_retries,
+                concurrency=1,
+                budget=context.budget,
+                checkpoint=context.checkpoint("agent"),
+                progress=spent,
+            )
         )
-        context.spend(result.usage)
         if result.status == "exhausted":
             raise BudgetExhausted(result.reason)
         item = result.items[0]
@@ -118,19 +122,21 @@ class MapStep(Step):
         else:
             items = self.items_from(state)
         values, index = _items(items)
-        result: MapResult = await self.agent.map(
-            values,
-            self.prompt,
-            output_type=self.output_type,
-            output_retries=self.output_retries,
-            concurrency=self.concurrency,
-            budget=context.budget,
-            checkpoint=context.checkpoint(),
-            retry_failed=self.retry_failed,
-            progress=self.progress,
-            executor=self.executor,
+        spent = _Spent(context, TextProgress() if self.progress is True else self.progress or None)
+        result: MapResult = await spent.watching(
+            self.agent.map(
+                values,
+                self.prompt,
+                output_type=self.output_type,
+                output_retries=self.output_retries,
+                concurrency=self.concurrency,
+                budget=context.budget,
+                checkpoint=context.checkpoint(),
+                retry_failed=self.retry_failed,
+                progress=spent,
+                executor=self.executor,
+            )
         )
-        context.spend(result.usage)
         counts = [f"{len(result) - result.failed - result.pending} ok"]
         counts += [f"{result.failed} failed"] if result.failed else []
         counts += [f"{result.pending} not run"] if result.pending else []
@@ -206,6 +212,29 @@ def map_step(
         executor=executor,
         name=name,
     )
+
+
+class _Spent:
+    """Follows a map's progress for what it has spent, so that a step stopped part-way (an
+    interrupt) still counts what its finished items cost; hands each update on to ``display``."""
+
+    def __init__(self, context: StepContext, display: Callable[[MapProgress], Any] | None) -> None:
+        self.context, self.display = context, display
+        self.usage = Usage()
+
+    def __call__(self, event: MapProgress) -> None:
+        self.usage = event.usage
+        if self.display is not None:
+            self.display(event)
+
+    async def watching(self, map_call: Awaitable[Any]) -> Any:
+        try:
+            result = await map_call
+        except BaseException:
+            self.context.spend(self.usage)
+            raise
+        self.context.spend(result.usage)
+        return result
 
 
 def _fields(state: Any) -> Mapping[str, Any]:

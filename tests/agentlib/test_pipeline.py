@@ -209,6 +209,8 @@ async def test_a_map_step_resumes_without_asking_the_finished_items_again(tmp_pa
     assert again.state["total"] == 132
     assert len(model.requests) - asked == 12 - finished
     assert again.steps[1].detail == "12 ok"
+    # What the items finished before the interrupt cost is counted too, and only once.
+    assert again.steps[1].usage.input_tokens == 90 * 12 == again.usage.input_tokens
 
 
 async def test_a_crash_mid_step_loses_only_that_step(tmp_path: Path) -> None:
