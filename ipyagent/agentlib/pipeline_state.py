@@ -55,13 +55,22 @@ class StateCodec:
         self.folder = folder
         if frames == "auto":
             frames = "parquet" if _has_pyarrow() else "json"
-        elif frames == "parquet" and not _has_pyarrow():
+        elif frames not in ("parquet", "json"):
+            raise UserError(
+                f"frames must be 'auto', 'parquet' or 'json', not {frames!r}.",
+                hint="Pass frames='auto' (parquet when pyarrow is installed).",
+                code="invalid_option",
+            )
+        self.frames = frames
+
+    def check(self) -> None:
+        """Refuse now what writing a DataFrame would refuse later: parquet without pyarrow."""
+        if self.frames == "parquet" and not _has_pyarrow():
             raise UserError(
                 "Storing DataFrames as parquet needs pyarrow, which is not installed.",
                 hint="pip install pyarrow, or pass frames='json' to keep them inline in the run's file.",
                 code="invalid_option",
             )
-        self.frames = frames
 
     def encode_state(self, state: Any) -> Any:
         """``state`` (a dict with string keys or a pydantic model) as JSON."""
@@ -141,6 +150,7 @@ class StateCodec:
             except Exception as exc:
                 raise _frame_error(where, value, exc, "JSON") from exc
             return {TAG: "series" if series else "frame", "json": json.loads(text), **extra}
+        self.check()
         buffer = io.BytesIO()
         try:
             frame.to_parquet(buffer)

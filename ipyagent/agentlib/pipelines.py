@@ -23,6 +23,7 @@ This module owns a run's course: which step runs next, merging updates, what end
 
 from __future__ import annotations
 
+import datetime
 import html
 import inspect
 import re
@@ -284,6 +285,7 @@ class Pipeline:
         self.folder = (Path(store) if store is not None else Path("pipelines")).absolute() / self.name
         self.budget = budget
         self.frames = frames
+        StateCodec(self.folder, frames).check()
         self._steps: list[Step] = []
         self._running: set[str] = set()
         #: The latest run this pipeline made or resumed in this session.
@@ -637,7 +639,7 @@ def _new_run_id() -> str:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + f"{time.time() % 1:.6f}"[1:]
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
 
 
 def _text(title: str, rows: list[tuple[str, str, str, str]]) -> str:
