@@ -97,13 +97,15 @@ class RunHistory:
             self.input = line["state"]
         elif kind == "resume":
             self.order = list(line.get("steps", self.order))
-            if line.get("rerun"):  # from_=...: the finished steps from there run again, afresh
+            if line.get("rerun"):  # from_=...: the steps from there run again, afresh, except
+                # the step resumed from when it had stopped: it goes on with its own checkpoint.
                 start = self.order.index(line["from"]) if line["from"] in self.order else 0
                 for again in self.order[start:]:
                     record = self.steps.get(again)
-                    if record is not None and record.status == "done":
-                        self.steps[again] = StepRecord(again, "pending", attempt=record.attempt)
-                        self.states.pop(again, None)
+                    if record is None or (again == line["from"] and record.status != "done"):
+                        continue
+                    self.steps[again] = StepRecord(again, "pending", attempt=record.attempt)
+                    self.states.pop(again, None)
         elif kind == "start":
             attempt = int(line["attempt"])
             carried = before if attempt == before.attempt else StepRecord(name)

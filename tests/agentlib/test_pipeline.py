@@ -356,7 +356,7 @@ async def test_a_budget_across_the_steps_stops_the_run_and_a_larger_one_goes_on(
     assert raised.value.code == "pipeline_exhausted"
 
     pipe.budget = "tokens=2k"
-    again = await pipe.resume()
+    again = await pipe.resume(from_="doubled")  # the step that stopped goes on with its checkpoint
     assert again.status == "completed"
     assert again.state["doubled"] == [2 * n for n in range(8)] and again.state["hundred"] == 200
     assert len(model.requests) == 9  # 5 + the 3 items left + the agent step
@@ -419,3 +419,29 @@ async def test_runs_are_listed_and_the_latest_is_resumed_by_default(tmp_path: Pa
         Pipeline("empty", store=tmp_path).run()
     with pytest.raises(UserError, match="cannot be named 'input'"):
         pipe.add(lambda state: {}, name="input")
+
+
+async def test_steps_after_the_one_resumed_from_start_afresh_even_when_they_had_stopped(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel([doubling] * 20)
+    pipe = Pipeline("afresh", store=tmp_path, budget="tokens=150")
+    pipe.add(lambda state: {"numbers": [state["base"], state["base"] + 1, state["base"] + 2]}, name="load")
+    pipe.add(
+        map_step(
+            Agent(model=model),
+            items_from="numbers",
+            prompt="Double {item}",
+            output_type=int,
+            concurrency=1,
+            progress=False,
+            into="doubled",
+        )
+    )
+    run = await pipe.invoke({"base": 1})
+    assert run.status == "exhausted" and len(model.requests) == 2  # 100 tokens each
+    pipe.budget = None
+    again = await pipe.resume(from_="load")
+    assert again.status == "completed" and again.state["doubled"] == [2, 4, 6]
+    assert [r.attempt for r in again.steps] == [2, 2]
+    assert len(model.requests) == 5  # the map ran afresh, with a checkpoint of its own
