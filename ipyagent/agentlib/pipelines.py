@@ -244,10 +244,14 @@ class PipelineRun:
             out.append((record.name, self._descriptions.get(record.name, ""), record.status, detail))
         return out
 
-    def title(self) -> str:
+    def outcome(self) -> str:
+        """The run's status in words: ``completed``, ``failed at 'publish'``."""
         record = self.stopped_at
         where = f" at {record.name!r}" if record is not None and self.status != "running" else ""
-        return f"Pipeline {self.pipeline!r}: {self.status}{where}"
+        return f"{self.status}{where}"
+
+    def title(self) -> str:
+        return f"Pipeline {self.pipeline!r}: {self.outcome()}"
 
     def __repr__(self) -> str:
         return _text(self.title(), self.rows())
@@ -561,7 +565,7 @@ class Pipeline:
     def _title(self) -> str:
         count = f"{len(self._steps)} step{'s' if len(self._steps) != 1 else ''}"
         last = self.last_run
-        return f"Pipeline {self.name!r} ({count})" + (f": {last.title().split(': ', 1)[1]}" if last else "")
+        return f"Pipeline {self.name!r} ({count})" + (f": {last.outcome()}" if last else "")
 
     def __repr__(self) -> str:
         return _text(self._title(), self._rows())

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import enum
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ipyagent import Agent, Pipeline, PipelineRun, UserError, agent_step, map_step
 from ipyagent.agentlib import PipelineFailed, PipelineWarning, StepContext
 from ipyagent.agentlib.model import ModelRequest
+from ipyagent.agentlib.pipeline_state import StateCodec
 from ipyagent.testing import ScriptedModel, pause, text, usage
 
 
@@ -29,6 +32,13 @@ class Ticket(BaseModel):
 class Window:
     start: datetime.date
     days: int
+
+
+class Table(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str
+    frame: pd.DataFrame
 
 
 class Report(BaseModel):
@@ -295,6 +305,12 @@ async def test_frames_inline_as_json_and_a_model_as_the_state(tmp_path: Path) ->
     pd.testing.assert_frame_equal(snap["frame"], pd.DataFrame({"x": [1, 2]}))
     assert snap["s"].name == "v" and list(snap["s"]) == [1.5]
     assert not list((tmp_path / "inline").glob("*/*.parquet"))
+    # A model JSON does not know all of (a DataFrame field) is stored field by field.
+    tables = Pipeline("tables", store=tmp_path, frames="json")
+    tables.add(lambda state: {"t": Table(name="x", frame=pd.DataFrame({"y": [3]}))}, name="make")
+    await tables.invoke({})
+    table = tables.snapshot()["make"]["t"]
+    assert isinstance(table, Table) and table.name == "x" and list(table.frame["y"]) == [3]
 
     bad = Pipeline("bad", store=tmp_path)
     bad.add(lambda state: {"nope": 1}, name="nope")
@@ -445,3 +461,31 @@ async def test_steps_after_the_one_resumed_from_start_afresh_even_when_they_had_
     assert again.status == "completed" and again.state["doubled"] == [2, 4, 6]
     assert [r.attempt for r in again.steps] == [2, 2]
     assert len(model.requests) == 5  # the map ran afresh, with a checkpoint of its own
+
+
+class Level(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+def test_the_state_encoding_gives_back_what_it_was_given(tmp_path: Path) -> None:
+    codec = StateCodec(tmp_path, "json")
+    state = {
+        "when": datetime.datetime(2026, 3, 1, 12, 30, tzinfo=datetime.timezone.utc),
+        "day": datetime.date(2026, 3, 1),
+        "by_id": {1: "a", 2: "b"},
+        "tagged": {"$ipyagent": "not a tag"},
+        "level": Level.HIGH,
+        "nan": float("nan"),
+        "tickets": [Ticket(category="bug", urgency=5)],
+        "pair": (1, [2, (3,)]),
+        "count": np.int64(7),
+    }
+    back = codec.decode(json.loads(json.dumps(codec.encode_state(state))))
+    nan = back.pop("nan")
+    assert nan != nan  # NaN, as it went
+    expected = {**state, "count": 7}
+    del expected["nan"]
+    assert back == expected and type(back["count"]) is int
+    with pytest.raises(UserError, match=r"state\['arr'\] is a numpy.ndarray"):
+        codec.encode_state({"arr": np.zeros(3)})
