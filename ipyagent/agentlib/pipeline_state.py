@@ -78,7 +78,7 @@ class StateCodec:
             return self.encode(state, "state")
         if not isinstance(state, Mapping) or not all(isinstance(key, str) for key in state):
             raise UserError(
-                f"A pipeline's state is a dict with string keys or a pydantic model, not a {_kind(state)}.",
+                f"A pipeline's state is a dict with string keys or a pydantic model, not {_kind(state)}.",
                 hint='Pass e.g. {"path": "tickets.csv"}.',
                 code="invalid_pipeline_state",
             )
@@ -123,7 +123,7 @@ class StateCodec:
         if module.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series"):
             return self._frame(value, where)
         raise UserError(
-            f"{where} is a {_kind(value)}, which a pipeline cannot persist.",
+            f"{where} is of type {_kind(value)}, which a pipeline cannot persist.",
             hint=f"A state holds {_SUPPORTED}. Convert it (e.g. to a list or a dict), or keep it "
             "outside the state and make it again in the step that needs it.",
             code="state_unserializable",

@@ -322,7 +322,7 @@ async def test_frames_inline_as_json_and_a_model_as_the_state(tmp_path: Path) ->
 async def test_a_state_that_cannot_be_persisted_is_refused_clearly(tmp_path: Path) -> None:
     pipe = Pipeline("unsafe", store=tmp_path)
     pipe.add(lambda state: {"lock": asyncio.Lock()}, name="lock")
-    with pytest.raises(UserError, match=r"state\['conn'\] is a object, which a pipeline cannot persist"):
+    with pytest.raises(UserError, match=r"state\['conn'\] is of type object, which a pipeline cannot"):
         await pipe.invoke({"conn": object()})
     assert not (tmp_path / "unsafe").exists()  # refused before anything ran or was written
 
@@ -487,5 +487,5 @@ def test_the_state_encoding_gives_back_what_it_was_given(tmp_path: Path) -> None
     expected = {**state, "count": 7}
     del expected["nan"]
     assert back == expected and type(back["count"]) is int
-    with pytest.raises(UserError, match=r"state\['arr'\] is a numpy.ndarray"):
+    with pytest.raises(UserError, match=r"state\['arr'\] is of type numpy.ndarray"):
         codec.encode_state({"arr": np.zeros(3)})
