@@ -36,6 +36,7 @@ from .errors import retired_errors as _retired_errors
 from .executors import DaskExecutor
 from .hooks import BlockToolCall, Hooks, ToolCallInfo
 from .maps import ItemResult, LoopExecutor, MapExecutor, MapResult
+from .memory import Memory
 from .messages import (
     ImageBlock,
     Message,
@@ -48,10 +49,12 @@ from .model import ModelRequest, ModelSettings, OutputSchema, Provider, ToolChoi
 from .pipeline_log import PipelineWarning, StepError, StepRecord
 from .pipeline_steps import agent_step, map_step
 from .pipelines import BudgetExhausted, Pipeline, PipelineRun, RunInfo, Step, StepContext
+from .plugins import Plugin, PluginRun, Plugins
 from .policy import Block, Pass
 from .result import RunResult
 from .retry import RetryPolicy
 from .sessions import Session, SessionWarning
+from .summaries import Summaries
 from .tools import RunContext, Tool, ToolOutput, tool
 from .usage import ContextWindow, Usage
 
@@ -78,6 +81,7 @@ __all__ = [
     "MapCheckpointWarning",
     "MapExecutor",
     "MapResult",
+    "Memory",
     "Message",
     "ModelNotFoundError",
     "ModelRequest",
@@ -89,6 +93,9 @@ __all__ = [
     "PipelineFailed",
     "PipelineRun",
     "PipelineWarning",
+    "Plugin",
+    "PluginRun",
+    "Plugins",
     "PolicyBlocked",
     "ProtocolError",
     "Provider",
@@ -106,6 +113,7 @@ __all__ = [
     "StepContext",
     "StepError",
     "StepRecord",
+    "Summaries",
     "TextBlock",
     "ThinkingBlock",
     "Tool",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ from .attachments import Attachment, attachment_blocks
 from .budget import Budget
 from .bus import EventBus, Listener, Subscription
 from .compaction import CompactionResult, compact_conversation
-from .conversation import Conversation
+from .conversation import Conversation, open_session
 from .delegation import DELEGATE, Delegation, delegate_tool
 from .errors import UserError
 from .events import AgentEvent, Decision, MapProgress
@@ -47,6 +48,7 @@ from .hooks import Hooks, screener
 from .messages import Message
 from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
 from .output import output_spec
+from .plugins import Plugin, Plugins
 from .project_context import ProjectContext, load_project_context
 from .request_redaction import RequestRedactor, redact_requests_default
 from .result import RunResult
@@ -117,6 +119,8 @@ class Agent:
             conversation of its own (saved beside this one's session): ``True``, or a
             :class:`~ipyagent.agentlib.delegation.Delegation` to set how deep, how long and on
             which models (see :mod:`ipyagent.agentlib.delegation`).
+        plugins: Plugins whose context, tools and hooks join each run (``agent.plugins``, by
+            name; see :mod:`ipyagent.agentlib.plugins`): e.g. ``[Summaries(), Memory()]``.
     """
 
     def __init__(
@@ -149,6 +153,7 @@ class Agent:
         redact_requests: bool | None = None,
         mcp: McpServers | Mapping[str, Any] | bool | None = None,
         delegate: bool | Delegation = False,
+        plugins: Plugins | Sequence[Plugin] = (),
     ) -> None:
         if max_turns < 1:
             raise UserError(
@@ -173,6 +178,7 @@ class Agent:
         self.tool_timeout = tool_timeout
         self.retry = retry or RetryPolicy()
         self.hooks = hooks or Hooks()
+        self.plugins = Plugins.of(plugins)
         self.redact_requests = redact_requests_default() if redact_requests is None else redact_requests
         self.max_repeated_calls = max_repeated_calls
         self.max_consecutive_failures = max_consecutive_failures
@@ -186,7 +192,9 @@ class Agent:
         self.delegate = delegate  # the setter checks it
         self._project: ProjectContext | None = None
         opened = (
-            None if session is None else self._open_session(session, notebook=notebook, messages=messages)
+            None
+            if session is None
+            else open_session(session, model=_model_id(self._model), notebook=notebook, messages=messages)
         )
         self._conversation = Conversation(emit=self._bus.emit, session=opened)
         if opened is not None:
@@ -483,7 +491,7 @@ class Agent:
         checkpoint: str | os.PathLike[str] | bool = True,
         retry_failed: bool = False,
         progress: bool | Callable[[MapProgress], Any] = True,
-        executor: MapExecutor | None = None,
+        executor: MapExecutor | Any = None,
     ) -> Any:
         """Ask the same question of every item; results come back aligned with ``items``.
 
@@ -504,19 +512,21 @@ class Agent:
         ``.errors``, ``.to_pandas()``), a DataFrame on the input's index for pandas input (the
         output's fields or one ``output`` column, and ``error``). ``progress``: a line on stderr
         (done, failed, tokens, cost, time left), a function given each ``MapProgress``, or
-        ``False``. ``executor`` decides where items run (see ``maps.MapExecutor``)."""
+        ``False``. ``executor`` decides where items run: a Dask ``distributed.Client`` runs them on
+        its cluster (see :mod:`~ipyagent.agentlib.executors`, ``maps.MapExecutor``)."""
+        from .executors import executor_for
         from .maps import run_map
 
         config = self._run_config(self.provider, output_type=output_type, output_retries=output_retries)
         return await run_map(
-            config,
+            replace(config, plugins=()),  # an item is no conversation of the user's
             items,
             prompt,
             concurrency=concurrency,
             budget=Budget.of(budget),
             checkpoint=checkpoint,
             retry_failed=retry_failed,
-            executor=executor,
+            executor=executor_for(executor),
             progress=progress,
             emit=self._bus.emit,
         )
@@ -667,6 +677,7 @@ class Agent:
             system_for=self.system_prompt,
             output=output,
             output_retries=output_retries,
+            plugins=self.plugins.active(),
         )
 
     @property
@@ -690,23 +701,6 @@ class Agent:
         self._project = None  # read AGENTS.md and the skills afresh at the start of each run
 
     # -- the session -----------------------------------------------------------------------------
-
-    def _open_session(
-        self, session: str | os.PathLike[str] | Session, *, notebook: str | None, messages: Sequence[Message]
-    ) -> Session:
-        if isinstance(session, Session):
-            opened = session
-        else:
-            opened = Session.open(session, model=_model_id(self._model), notebook=notebook)
-        if opened.state.messages and messages:
-            if not isinstance(session, Session):
-                opened.close()
-            raise UserError(
-                f"The session {opened.path} already holds a conversation, and messages= was given too.",
-                hint="Pass one or the other; to start from other messages, fork: agent.fork(session=...).",
-                code="session_has_messages",
-            )
-        return opened
 
     def _adopt_session_settings(self, opened: Session) -> None:
         """Options left at ``None`` take the session's recorded values."""
@@ -759,6 +753,7 @@ class Agent:
             "conversation_budget": self.conversation_budget,
             "mcp": self._mcp if self._mcp is not None else False,
             "delegate": self._delegation or False,
+            "plugins": self.plugins,
         }
 
     def _require_writable(self, what: str) -> None:

@@ -13,6 +13,7 @@ emits one kind of event itself, the warning that the session file could no longe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence, Set
 
 from .compaction import CompactionResult
@@ -23,7 +24,7 @@ from .model import ModelSettings
 from .sessions import SETTINGS_KEYS, Session
 from .usage import ContextWindow, Usage, estimate_tokens
 
-__all__ = ["Conversation"]
+__all__ = ["Conversation", "open_session"]
 
 
 class Conversation:
@@ -207,3 +208,28 @@ class Conversation:
                     "agent.fork(session='new.agent.jsonl').",
                 )
             )
+
+
+def open_session(
+    session: str | os.PathLike[str] | Session,
+    *,
+    model: str | None,
+    notebook: str | None,
+    messages: Sequence[Message],
+) -> Session:
+    """The session an agent's conversation is saved in: ``session`` itself when open, else the
+    file opened (created when absent). One that already holds a conversation takes no
+    ``messages``: the agent would have two transcripts."""
+    if isinstance(session, Session):
+        opened = session
+    else:
+        opened = Session.open(session, model=model, notebook=notebook)
+    if opened.state.messages and messages:
+        if not isinstance(session, Session):
+            opened.close()
+        raise UserError(
+            f"The session {opened.path} already holds a conversation, and messages= was given too.",
+            hint="Pass one or the other; to start from other messages, fork: agent.fork(session=...).",
+            code="session_has_messages",
+        )
+    return opened

@@ -235,6 +235,7 @@ async def _run_child(
         tool_sources=(),
         system_for=None,
         depth=depth,
+        plugins=(),  # a sub-agent's run is no conversation of the user's
     )
     bus = parent.bus.nested(parent.call_id)
     session = _open_session(parent, provider.model_id)

@@ -1,9 +1,10 @@
 """Executors that run a map's items somewhere else: a Dask cluster.
 
     from distributed import Client
-    labels = await agent.map(df, "Classify: {title}", output_type=Label, executor=DaskExecutor(Client()))
+    labels = await agent.map(df, "Classify: {title}", output_type=Label, executor=Client())
 
-:class:`DaskExecutor` is a :class:`~ipyagent.agentlib.maps.MapExecutor`: it sends the run's
+A Dask client given as it is runs through a :class:`DaskExecutor`, a
+:class:`~ipyagent.agentlib.maps.MapExecutor`: it sends the run's
 configuration and each item to the cluster's workers, where :func:`run_item_sync` runs the item
 as its own conversation, and hands each result back as it finishes; the map keeps its checkpoint
 and its progress where it was called, so resuming works as with the default executor.
@@ -27,7 +28,16 @@ from .errors import ErrorInfo, UserError
 from .maps import ItemResult, MapJob, run_item
 from .run import RunConfig
 
-__all__ = ["DaskExecutor", "portable_config", "run_item_sync"]
+__all__ = ["DaskExecutor", "executor_for", "portable_config", "run_item_sync"]
+
+
+def executor_for(given: Any) -> Any:
+    """What runs a map's items, given ``executor=``: a Dask ``distributed.Client`` as it is
+    becomes a :class:`DaskExecutor`; anything else is taken as a ``MapExecutor`` (or ``None``,
+    the default)."""
+    if type(given).__module__.partition(".")[0] == "distributed":
+        return DaskExecutor(given)
+    return given
 
 
 def run_item_sync(config: RunConfig, job: MapJob) -> ItemResult:

@@ -25,11 +25,13 @@ Within each list, hooks run in the order they were added, those of included hook
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, overload
 
 from .errors import HookError, PolicyBlocked
+from .events import AgentEvent, RunWarning
 from .messages import Message
 from .model import ModelRequest
 from .policy import DEFAULT_POLICY_TIMEOUT, Blocked, Policy, ask
@@ -40,6 +42,7 @@ __all__ = [
     "ToolCallBlocked",
     "ToolCallInfo",
     "check_tool_call",
+    "fail_open",
     "prepare_request",
     "screen_request",
     "screener",
@@ -247,3 +250,19 @@ async def call_hook(fn: Callable[..., Any], *args: Any) -> Any:
 
 def hook_name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+async def fail_open(fn: Callable[..., Any], *args: Any, emit: Callable[[AgentEvent], None]) -> None:
+    """Call an after-hook: one that raises is logged and reported as a ``hook_failed`` warning,
+    and the run goes on."""
+    try:
+        await call_hook(fn, *args)
+    except Exception as exc:
+        logging.getLogger("ipyagent").warning(
+            "ipyagent: after-hook %s raised %s: %s (ignored)", hook_name(fn), type(exc).__name__, exc
+        )
+        emit(
+            RunWarning(
+                code="hook_failed", message=f"The hook {hook_name(fn)} raised {type(exc).__name__}: {exc}"
+            )
+        )

@@ -97,7 +97,7 @@ class MapStep(Step):
         concurrency: int = 8,
         retry_failed: bool = False,
         progress: Any = True,
-        executor: MapExecutor | None = None,
+        executor: MapExecutor | Any = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name or into)
@@ -187,7 +187,7 @@ def map_step(
     concurrency: int = 8,
     retry_failed: bool = False,
     progress: Any = True,
-    executor: MapExecutor | None = None,
+    executor: MapExecutor | Any = None,
     name: str | None = None,
 ) -> MapStep:
     """A step that runs ``agent.map`` over the field ``items_from`` and sets the results as ``into``.

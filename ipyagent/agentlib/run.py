@@ -58,9 +58,8 @@ from .hooks import (
     Hooks,
     ToolCallBlocked,
     ToolCallInfo,
-    call_hook,
     check_tool_call,
-    hook_name,
+    fail_open,
     prepare_request,
     screener,
 )
@@ -69,6 +68,7 @@ from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec, 
 from .output import AnswerCheck, OutputSpec
 from .parent_run import ParentRun, either
 from .parts import PartsAssembler
+from .plugins import Plugin, PluginRun, plugins_on_run_end, plugins_on_turn, start_plugins
 from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .request_redaction import RequestRedactor
@@ -131,6 +131,8 @@ class RunConfig:
     output_retries: int = 2
     #: How many delegations deep this run is: 0 for an agent's own run, 1 for its sub-agent's.
     depth: int = 0
+    #: Called as the run starts, after each model turn and at its end (see plugins.py).
+    plugins: tuple[Plugin, ...] = ()
 
 
 class AgentRun:
@@ -200,6 +202,12 @@ class AgentRun:
     # -- the loop --------------------------------------------------------------------------------
 
     async def execute(self) -> RunResult:
+        result = await self._execute()
+        if self.config.plugins:  # the run has ended and said so; its plugins are told last
+            await plugins_on_run_end(self._plugin_run(), result)
+        return result
+
+    async def _execute(self) -> RunResult:
         self._emit(RunStarted(run_id=self.run_id, model=self.provider.model_id, prompt=self.prompt))
         for text in self.conversation.take_load_warnings():
             self._emit(RunWarning(code="session_repaired", message=text))
@@ -212,6 +220,9 @@ class AgentRun:
             started = True
             self.conversation.record_settings(config.model, config.settings)
             notes = await self._gather_tools() if config.tool_sources else ()
+            if config.plugins:  # their context and tools join this run's
+                self.config = await start_plugins(self._plugin_run())
+                self.tools = {t.name: t for t in self.config.tools}
             config = self.config
             self._commit(Message.user(_join(self.prompt, self.inbox.take()), *self.attachments, *notes))
             for block in self.attachments:
@@ -450,7 +461,9 @@ class AgentRun:
 
     async def _after_model(self, reply: Message) -> None:
         for fn in [fn for h in self.config.hooks.chain() for fn in h.after_model]:
-            await self._fail_open(fn, reply)
+            await fail_open(fn, reply, emit=self._emit)
+        if self.config.plugins:
+            await plugins_on_turn(self._plugin_run(), reply)
 
     def _record_usage(self, assembler: PartsAssembler, request: ModelRequest) -> Usage:
         reported = assembler.usage
@@ -541,7 +554,7 @@ class AgentRun:
         tool = self.tools.get(call.name)
         info = ToolCallInfo(call.id, call.name, display_args, tool.read_only if tool else True)
         for fn in [fn for h in self.config.hooks.chain() for fn in h.after_tool]:
-            await self._fail_open(fn, info, event)
+            await fail_open(fn, info, event, emit=self._emit)
 
     async def _attempt(self, call: ToolCallBlock) -> tuple[ToolOutput, dict[str, Any], bool]:
         """Everything between a call and its output: ``(output, arguments, refused)``. Every
@@ -756,21 +769,12 @@ class AgentRun:
     def _emit(self, event: AgentEvent) -> None:
         self.bus.emit(event)
 
+    def _plugin_run(self) -> PluginRun:
+        screen = screener(self.config.hooks, self._redactor, self._emit)
+        return PluginRun(self.run_id, self.conversation, self.config, self.turn, self._emit, screen)
+
     def _someone_can_answer(self, event_type: str) -> bool:
         return self.bus.has_listener(event_type) or self.bus.has_stream
-
-    async def _fail_open(self, fn: Any, *args: Any) -> None:
-        try:
-            await call_hook(fn, *args)
-        except Exception as exc:
-            log.warning(
-                "ipyagent: after-hook %s raised %s: %s (ignored)", hook_name(fn), type(exc).__name__, exc
-            )
-            self._emit(
-                RunWarning(
-                    code="hook_failed", message=f"The hook {hook_name(fn)} raised {type(exc).__name__}: {exc}"
-                )
-            )
 
 
 def _error(text: str) -> ToolOutput:

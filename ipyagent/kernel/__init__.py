@@ -19,12 +19,13 @@ hooks include them, and they run first)::
     def no_project_names(request):
         return Block("Project names stay here.") if "Falcon" in request.messages[-1].text else Pass()
 
-(see ``docs/policy-hooks.md``).
+(see ``docs/policy-hooks.md``). ``plugins`` are the plugins of every ``%%agent`` conversation
+(``plugins.register(MyPlugin())``; see ``docs/plugins.md``).
 """
 
 from typing import Any
 
-__all__ = ["hooks"]
+__all__ = ["hooks", "plugins"]
 
 
 def __getattr__(name: str) -> Any:
@@ -34,4 +35,8 @@ def __getattr__(name: str) -> Any:
         from .state import kernel_hooks
 
         return kernel_hooks()
+    if name == "plugins":
+        from .state import kernel_plugins
+
+        return kernel_plugins()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

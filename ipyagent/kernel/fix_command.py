@@ -19,8 +19,11 @@ This module finds the failure, writes the prompt and says what came of the run; 
 from __future__ import annotations
 
 import difflib
+import re
+import types
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..agentlib.result import RunResult
@@ -28,8 +31,10 @@ if TYPE_CHECKING:
     from .state import KernelState
     from .tools.fix import FixProposal
 
-__all__ = ["FailedCell", "explanation", "find_failed_cell", "fix_prompt", "fix_report"]
+__all__ = ["FailedCell", "explanation", "find_failed_cell", "fix_prompt", "fix_report", "used_variables"]
 
+#: Variables of the user's a fix prompt describes, at most: the first ones the cell names.
+MAX_VARIABLES = 4
 #: Characters of an output read from the page (a traceback's end is what matters).
 _OUTPUT_CHARS = 4_000
 #: Why nothing could be fixed, and what to do.
@@ -161,14 +166,29 @@ def _from_history(state: KernelState, cell_id: str | None) -> FailedCell:
     )
 
 
-def fix_prompt(failed: FailedCell) -> str:
-    """What the model is asked: the error and the cell, and to explain briefly and edit that cell."""
+def used_variables(source: str, namespace: Mapping[str, Any]) -> list[str]:
+    """What ``describe_variable`` tells of each of the user's variables that ``source`` names (the
+    first :data:`MAX_VARIABLES`; modules and private names left out): most errors are about the
+    data a cell works on, a column or a key that is not there, and a model that is shown it need
+    not think of asking."""
+    from .tools.python import cap, describe
+
+    names = [n for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", source)) if n in namespace]
+    names = [n for n in names if not n.startswith("_") and not isinstance(namespace[n], types.ModuleType)]
+    return [cap(describe(namespace[name], name), 2_000) for name in names[:MAX_VARIABLES]]
+
+
+def fix_prompt(failed: FailedCell, variables: Sequence[str] = ()) -> str:
+    """What the model is asked: the error, the cell and the ``variables`` it uses (summaries),
+    and to explain briefly and fix that cell."""
+    shown = "".join(f"{summary}\n\n" for summary in variables)
     return (
         "A notebook cell failed." + (f" Cell id: {failed.cell_id}." if failed.cell_id else "") + "\n\n"
         f"It raised {failed.ename}: {failed.evalue}\n\n"
         f"Traceback:\n{failed.traceback}\n\n"
         f"The cell's source now:\n```python\n{failed.source}\n```\n\n"
-        "Explain in two or three sentences what went wrong. Then fix it: call fix_cell once, with "
+        + (f"The variables it uses, as they are now:\n{shown}" if shown else "")
+        + "Explain in two or three sentences what went wrong. Then fix it: call fix_cell once, with "
         "the whole corrected source of the cell as new_source. Change only what the fix needs and keep "
         "the rest of the user's code as it is. Read other cells or variables first if the error depends "
         "on them. Do not run code. If the cell is right and the cause is elsewhere, say where and make "

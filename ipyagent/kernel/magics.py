@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Int, List, Unicode
 
 from .front_end import no_front_end, running_cell_id
+from .help_text import HELP
 from .interpolate import interpolate
 from .notebook_path import former_sessions, session_file
 from .runner import run_blocking
-from .state import KernelState, RunSpent, kernel_hooks
+from .state import KernelState, RunSpent, kernel_hooks, kernel_plugins
 from .tools import GROUPS, kernel_tools
 from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_available
 
@@ -105,51 +106,6 @@ class WithSubagentFiles(Mapping[Path, str]):
         return len(self._current())
 
 
-HELP = """\
-%%agent [options]          the cell body is the prompt; {var} inserts a variable, {{ }} literal braces
-  -m/--model ID            model for this run, "<endpoint>/<model>" (or a Provider variable's name)
-  -s/--session NAME        use the conversation NAME (analysis.NAME.agent.jsonl beside the notebook,
-                           or a file of that folder by its name: -s old.agent.jsonl)
-  --new                    start a fresh conversation
-  -y/--yes                 run tools that change things without asking
-  --read-only              refuse every tool that changes something
-  --tools LIST             tool groups python,notebook,files (default: all), shell (commands in
-                           the OS sandbox; only when named), delegate (hand tasks to sub-agents
-                           with some of these tools; only when named) and your own functions by
-                           name, e.g. --tools python,lookup_price
-  --cells                  the agent's code runs as new cells of the notebook, not hidden in the run
-  --max-turns N            model calls allowed in this run
-  --budget CAPS            caps on this run: tokens=50k,cost=0.50,time=5m (any of the three)
-  --context PARTS          what the model is told of the notebook unasked: cell,outline,variables,error,
-                           all or none (default: all; none for the embedded local model)
-  --thinking LEVEL         none | low | medium | high
-  -o/--output VAR          store the result object (text, messages, usage, status, output) in VAR
-  --output-type TYPE       the answer is validated into TYPE (a name or expression of the namespace:
-                           Ticket, list[Ticket], int); VAR.output holds the typed value
-  --quiet                  show nothing while running
-
-%agent chat [options]      a chat widget on the current conversation (options as for %%agent)
-%agent model [ID]          show or set the model for this kernel
-%agent models              configured endpoints and whether each one's key is set
-%agent session [list|new|NAME]
-%agent usage               tokens and cost of the current conversation and of each run
-%agent history             the conversation so far
-%agent compact             summarize older turns to free context
-%agent reset               forget the current conversation
-%agent fix [CELL_ID]       explain the last error (or CELL_ID's) and propose the fix as an edit of that
-                           cell, shown as a diff; in JupyterLab with the extension, Keep runs it
-%agent undo [RUN]          undo the latest run's changes to the open notebook (or run RUN's): cells you
-                           changed since stay; the kernel's variables are not rolled back
-%agent mcp [list]           MCP servers, their state and tools (see docs/mcp.md)
-%agent mcp add NAME [--trust] [--env K=V] [--header K=V] COMMAND [ARGS...] | URL
-                           add a server for this kernel (enabled once you allow it; --trust: now)
-%agent mcp remove NAME     stop a server and leave it out
-%agent mcp allow NAME      enable a server you declined
-%agent cassette [record|replay|off] [PATH]  record model streams to a cassette, or replay them offline
-%agent help                this text
-"""
-
-
 @magics_class
 class AgentMagics(Magics):
     """``%%agent`` and ``%agent``. Configure defaults with ``c.AgentMagics.<name>``."""
@@ -188,6 +144,9 @@ class AgentMagics(Magics):
     delegate_max_turns = Int(
         0, help="With --tools ...,delegate: model calls a sub-agent may make (0: the cell's --max-turns)."
     ).tag(config=True)
+    plugins = List(
+        Unicode(), [], help="Plugins every run uses unless --plugins says otherwise: memory, summaries."
+    ).tag(config=True)
     show_thinking = Bool(True, help="Show the model's thinking in the cell.").tag(config=True)
     widgets = Bool(True, help="Show runs as live widgets (else as plain updating outputs).").tag(config=True)
 
@@ -225,11 +184,13 @@ class AgentMagics(Magics):
         default=None,
         help="Validate the answer into this type of the namespace (Ticket, list[Ticket], int).",
     )
+    @argument("--plugins", default=None, help="Plugins for this run: memory,summaries or none.")
     @argument("--quiet", action="store_true", help="Show nothing while the run is in progress.")
     @argument(
         "command",
         nargs="*",
-        help="(line form) model, models, session, usage, compact, reset, fix, undo, history, help",
+        help="(line form) model, models, session, usage, compact, reset, fix, undo, history, memory, "
+        "summaries, help",
     )
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> Any:
@@ -359,6 +320,10 @@ class AgentMagics(Magics):
             code_in_cells=bool(getattr(args, "cells", None) or self.code_in_cells),
         ):
             agent.add_tool(t)
+        from .plugin_command import configure_plugins, plugin_names
+
+        names = plugin_names(getattr(args, "plugins", None), self.plugins)
+        configure_plugins(agent, names, self.state, replaying=replay.active, session_dir=self.session_dir)
         if self._someone_may_answer(args):
             from ..agentlib.ask_tool import ask_user_tool
 
@@ -389,6 +354,7 @@ class AgentMagics(Magics):
         """The agent of conversation ``session``, opened from its file beside the notebook."""
         from ..agentlib.agent import Agent
         from ..agentlib.hooks import Hooks
+        from ..agentlib.plugins import Plugins
 
         name = session if session is not None else self.state.session
         agent = self.state.agents.get(name)
@@ -415,6 +381,7 @@ class AgentMagics(Magics):
                 workspace=self.state.workspace,
                 # Its own hooks, which include the kernel's: those apply to every conversation.
                 hooks=Hooks(include=[kernel_hooks()]),
+                plugins=Plugins(include=[kernel_plugins()]),  # --plugins adds the built-in ones
                 mcp=self.state.mcp,
             )
             self.state.agents[name] = agent
@@ -537,6 +504,16 @@ class AgentMagics(Magics):
         from .mcp_command import mcp_command
 
         print(mcp_command(self.state.mcp, rest))
+
+    def _cmd_memory(self, rest: list[str]) -> None:
+        from .plugin_command import memory_command
+
+        print(memory_command(self.state, rest))
+
+    def _cmd_summaries(self, rest: list[str]) -> None:
+        from .plugin_command import summaries_command
+
+        print(summaries_command(self.state, rest, session_dir=self.session_dir))
 
     def _cmd_help(self, rest: list[str]) -> None:
         print(HELP)
@@ -727,7 +704,7 @@ class AgentMagics(Magics):
         )
 
     def _fix(self, agent: Agent, failed: FailedCell, args: Any, rest: list[str]) -> None:
-        from .fix_command import explanation, fix_prompt, fix_report
+        from .fix_command import explanation, fix_prompt, fix_report, used_variables
         from .notebook_path import runs_headless
         from .tools.fix import FixProposal, fix_tools
 
@@ -735,11 +712,14 @@ class AgentMagics(Magics):
         self._configure(agent, args, cell_id=own_cell)
         proposals: list[FixProposal] = []
         agent.tools = []
+        for name in agent.plugins.names:  # the fix's tools and nothing else: no plugin's
+            agent.plugins.remove(name)
         for t in fix_tools(
             self.shell,
             self.state.main,
             self.state.notebook,
             cell_id=failed.edit_id,
+            name=failed.name,
             source=failed.source,
             live=self.state.live if failed.live else None,
             history=self.state.history,
@@ -752,7 +732,12 @@ class AgentMagics(Magics):
         agent.auto_approve = True
         raw = f"%agent fix {' '.join(rest)}".rstrip()
         result, interrupted = self._run(
-            agent, fix_prompt(failed), args, cell_id=own_cell, raw_cell=raw, context="outline,variables"
+            agent,
+            fix_prompt(failed, used_variables(failed.source, self.shell.user_ns if self.shell else {})),
+            args,
+            cell_id=own_cell,
+            raw_cell=raw,
+            context="outline,variables",
         )
         self._conclude(result, interrupted)
         if result is None or result.status == "cancelled":

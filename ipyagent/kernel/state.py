@@ -18,12 +18,14 @@ if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.hooks import Hooks
     from ..agentlib.mcp_servers import McpServers
     from ..agentlib.model import Provider
+    from ..agentlib.plugins import Plugin, Plugins
     from ..agentlib.usage import Usage
     from .tools._cell_runs import CellRunner
 
-__all__ = ["KernelState", "RunSpent", "kernel_hooks"]
+__all__ = ["KernelState", "RunSpent", "kernel_hooks", "kernel_plugins"]
 
 _hooks: list[Hooks] = []
+_plugins: list[Plugins] = []
 
 
 def kernel_hooks() -> Hooks:
@@ -33,6 +35,15 @@ def kernel_hooks() -> Hooks:
 
         _hooks.append(Hooks())
     return _hooks[0]
+
+
+def kernel_plugins() -> Plugins:
+    """The plugins of every ``%%agent`` conversation in this kernel (``ipyagent.kernel.plugins``)."""
+    if not _plugins:
+        from ..agentlib.plugins import Plugins
+
+        _plugins.append(Plugins())
+    return _plugins[0]
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,8 @@ class KernelState:
     _cells: CellRunner | None = field(default=None, init=False, repr=False)
     #: The MCP servers of every conversation of this kernel (``%agent mcp``), made at first use.
     _mcp: McpServers | None = None
+    #: The built-in plugins (``--plugins memory,summaries``), made at first use.
+    _plugins: dict[str, Plugin] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.live = LiveNotebook(self.shell)
@@ -102,6 +115,30 @@ class KernelState:
 
             self._mcp = McpServers(workspace=self.workspace)
         return self._mcp
+
+    def plugin(self, name: str, *, session_dir: str | None = None) -> Plugin:
+        """The kernel's built-in plugin ``name`` (``memory``: the notebook folder's notes;
+        ``summaries``: the notebook's, beside its conversations, in ``session_dir`` when set),
+        made again when the notebook or its folder changed."""
+        from .notebook_path import session_file
+
+        if name == "memory":
+            from ..agentlib.memory import Memory
+
+            memory = Memory(self.workspace)
+            known = self._plugins.get(name)
+            if not isinstance(known, Memory) or known.folder != memory.folder:
+                self._plugins[name] = memory
+        else:
+            from ..agentlib.summaries import Summaries
+
+            notebook = self.notebook
+            folder = session_file(notebook, None, session_dir=session_dir).parent
+            path = folder / f"{notebook.stem if notebook is not None else 'ipyagent'}.summaries.jsonl"
+            known = self._plugins.get(name)
+            if not isinstance(known, Summaries) or known.path != path:
+                self._plugins[name] = Summaries(path)
+        return self._plugins[name]
 
     def say_once(self, key: str, message: str) -> None:
         """Print a notice the first time only (which model is used, where sessions go, ...)."""

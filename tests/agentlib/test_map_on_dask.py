@@ -1,4 +1,4 @@
-"""``agent.map(..., executor=DaskExecutor(client))`` on an in-process Dask cluster: the items run
+"""``agent.map(..., executor=client)`` on an in-process Dask cluster: the items run
 on its workers, results and checkpoint are the same as with the default executor, and a rerun
 resumes."""
 
@@ -38,8 +38,7 @@ def test_items_run_on_the_cluster_and_a_rerun_resumes(tmp_path: Path) -> None:
     ) as client:
         result = asyncio.run(
             Agent(model=model()).map(
-                range(12), "Double {item}", output_type=str, executor=DaskExecutor(client), checkpoint=path,
-                progress=False,
+                range(12), "Double {item}", output_type=str, executor=client, checkpoint=path, progress=False,
             )
         )  # fmt: skip
         assert result.status == "completed"

@@ -71,6 +71,7 @@ def fix_tools(
     notebook: Path | None,
     *,
     cell_id: str,
+    name: str,
     source: str,
     live: LiveNotebook | None,
     history: History | None,
@@ -78,7 +79,8 @@ def fix_tools(
     session: str | None,
     proposals: list[FixProposal],
 ) -> list[Tool]:
-    """The tools of a fix of cell ``cell_id``, whose source is ``source`` now. ``live``: the
+    """The tools of a fix of cell ``cell_id`` (told the model as ``name``), whose source is
+    ``source`` now. ``live``: the
     channel to the page (None, or no page connected: proposals only); ``own_cell_id``: the cell
     ``%agent fix`` runs in; each edit the model makes is appended to ``proposals``."""
     from ..notebook_path import runs_headless
@@ -128,7 +130,7 @@ def fix_tools(
         proposals.append(FixProposal(cell_id, old_source, fixed, live=False))
         current["source"] = fixed
         return (
-            f"Proposed the fix for cell {cell_id}: it is shown to the user as a diff, with the fixed "
+            f"Proposed the fix for {name}: it is shown to the user as a diff, with the fixed "
             "cell proposed below (no page shows the notebook live, so the cell itself is not changed)."
         )
 
