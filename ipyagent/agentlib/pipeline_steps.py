@@ -112,13 +112,15 @@ class MapStep(Step):
 
     async def __call__(self, state: Any, context: StepContext) -> Any:
         if isinstance(self.items_from, str):
-            items = _fields(state).get(self.items_from)
-            if items is None:
+            fields = _fields(state)
+            if fields.get(self.items_from) is None:
+                problem = "is None in" if self.items_from in fields else "is not in"
                 raise UserError(
-                    f"Step {self.name!r} maps over {self.items_from!r}, which the state does not have.",
-                    hint="Set it in an earlier step, or pass items_from= a field the state has.",
+                    f"Step {self.name!r} maps over {self.items_from!r}, which {problem} the state.",
+                    hint=f"Set it in an earlier step, or pass items_from= one of {', '.join(fields)}.",
                     code="invalid_step",
                 )
+            items = fields[self.items_from]
         else:
             items = self.items_from(state)
         values, index = _items(items)

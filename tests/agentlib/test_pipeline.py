@@ -494,3 +494,24 @@ def test_the_state_encoding_gives_back_what_it_was_given(tmp_path: Path) -> None
     assert back == expected and type(back["count"]) is int
     with pytest.raises(UserError, match=r"state\['arr'\] is of type numpy.ndarray"):
         codec.encode_state({"arr": np.zeros(3)})
+
+
+async def test_a_step_given_what_it_cannot_use_fails_saying_what_to_change(tmp_path: Path) -> None:
+    model = ScriptedModel([])
+    pipe = Pipeline("misfit", store=tmp_path)
+    pipe.add(map_step(Agent(model=model), items_from="rows", prompt="{item}", progress=False, into="out"))
+    run = await pipe.invoke({"numbers": [1]})
+    error = run.steps[0].error
+    assert error is not None and error.code == "invalid_step"
+    assert "maps over 'rows', which is not in the state" in error.message and "numbers" in error.message
+
+    asking = Pipeline("template", store=tmp_path)
+    asking.add(agent_step(Agent(model=model), "Summarize {missing}.", into="summary"))
+    failed = await asking.invoke({"count": 1})
+    assert failed.steps[0].error is not None and "{count}" in failed.steps[0].error.message
+    assert model.requests == []  # nothing was sent
+    bad = Pipeline("shape", store=tmp_path)
+    bad.add(lambda state: [1], name="listy")
+    shaped = await bad.invoke({})
+    with pytest.raises(PipelineFailed, match="returned a list; a step returns a dict"):
+        shaped.raise_for_status()
