@@ -32,6 +32,8 @@ if _typing.TYPE_CHECKING:
         Message,
         OutputValidationError,
         Pass,
+        Pipeline,
+        PipelineRun,
         Plugin,
         RetryPolicy,
         RunContext,
@@ -43,7 +45,9 @@ if _typing.TYPE_CHECKING:
         ToolOutput,
         Usage,
         UserError,
+        agent_step,
         events,
+        map_step,
         tool,
     )
 
@@ -62,6 +66,8 @@ __all__ = [
     "Message",
     "OutputValidationError",
     "Pass",
+    "Pipeline",
+    "PipelineRun",
     "Plugin",
     "RetryPolicy",
     "RunContext",
@@ -74,8 +80,10 @@ __all__ = [
     "Usage",
     "UserError",
     "__version__",
+    "agent_step",
     "events",
     "load_ipython_extension",
+    "map_step",
     "tool",
     "unload_ipython_extension",
 ]

@@ -22,6 +22,7 @@ from .errors import (
     HookError,
     ModelNotFoundError,
     OutputValidationError,
+    PipelineFailed,
     PolicyBlocked,
     ProtocolError,
     ProviderError,
@@ -45,6 +46,9 @@ from .messages import (
     ToolResultBlock,
 )
 from .model import ModelRequest, ModelSettings, OutputSchema, Provider, ToolChoice, ToolSpec
+from .pipeline_log import PipelineWarning, StepError, StepRecord
+from .pipeline_steps import agent_step, map_step
+from .pipelines import BudgetExhausted, Pipeline, PipelineRun, RunInfo, Step, StepContext
 from .plugins import Plugin, PluginRun, Plugins
 from .policy import Block, Pass
 from .result import RunResult
@@ -62,6 +66,7 @@ __all__ = [
     "Block",
     "BlockToolCall",
     "Budget",
+    "BudgetExhausted",
     "CompactionResult",
     "ContextOverflowError",
     "ContextWindow",
@@ -84,6 +89,10 @@ __all__ = [
     "OutputSchema",
     "OutputValidationError",
     "Pass",
+    "Pipeline",
+    "PipelineFailed",
+    "PipelineRun",
+    "PipelineWarning",
     "Plugin",
     "PluginRun",
     "Plugins",
@@ -96,9 +105,14 @@ __all__ = [
     "RetryPolicy",
     "RunContext",
     "RunError",
+    "RunInfo",
     "RunResult",
     "Session",
     "SessionWarning",
+    "Step",
+    "StepContext",
+    "StepError",
+    "StepRecord",
     "Summaries",
     "TextBlock",
     "ThinkingBlock",
@@ -112,7 +126,9 @@ __all__ = [
     "TransportError",
     "Usage",
     "UserError",
+    "agent_step",
     "events",
+    "map_step",
     "tool",
 ]
 

@@ -17,9 +17,11 @@ Every failure a user can meet is an :class:`AgentError` (or is described by an
     │   └── PolicyBlocked          a policy blocked a model request (or failed, so blocked)
     ├── RunError               a guard stopped the run (repeated failures, empty replies, ...)
     │   └── OutputValidationError  the answers never validated into the run's output_type
-    └── AgentRunFailed         a finished run that did not complete, raised on request
-                               (``result.raise_for_status()``, a failed ``%%agent`` cell); its
-                               ``info`` is the run's own error
+    ├── AgentRunFailed         a finished run that did not complete, raised on request
+    │                          (``result.raise_for_status()``, a failed ``%%agent`` cell); its
+    │                          ``info`` is the run's own error
+    └── PipelineFailed         a pipeline's run that did not complete, raised on request
+                               (``run.raise_for_status()``): a step failed, or the budget ran out
 
 This module owns the hierarchy and ``ErrorInfo``; translating a library's exceptions into it
 happens once, at each boundary (the provider adapters, the tool executor).
@@ -46,6 +48,7 @@ __all__ = [
     "Layer",
     "ModelNotFoundError",
     "OutputValidationError",
+    "PipelineFailed",
     "PolicyBlocked",
     "ProtocolError",
     "ProviderError",
@@ -248,6 +251,14 @@ class AgentRunFailed(AgentError):
         if self.info.hint:
             lines.append(f"Hint: {self.info.hint}")
         return lines
+
+
+class PipelineFailed(AgentError):
+    """A pipeline's run stopped before its last step: its message says where and why, its hint
+    how to go on (the run's file keeps every finished step)."""
+
+    layer = "run"
+    default_code = "pipeline_step_failed"
 
 
 class _ToolError(AgentError):

@@ -18,6 +18,7 @@ from ipyagent.agentlib.errors import (
     Layer,
     ModelNotFoundError,
     OutputValidationError,
+    PipelineFailed,
     PolicyBlocked,
     ProtocolError,
     ProviderError,
@@ -45,6 +46,7 @@ DEFAULTS: dict[type[AgentError], tuple[Layer, str, bool]] = {
     RunError: ("run", "run_failed", False),
     OutputValidationError: ("run", "invalid_output", False),
     AgentRunFailed: ("run", "run_failed", False),
+    PipelineFailed: ("run", "pipeline_step_failed", False),
 }
 CLASSES = list(DEFAULTS)
 
