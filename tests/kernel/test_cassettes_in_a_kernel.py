@@ -125,7 +125,7 @@ async def test_what_differs_between_runners_of_a_notebook_does_not_fail_its_repl
             messages=[
                 Message.user("Run it."),
                 Message(role="user", content=[ToolResultBlock(tool_call_id="c", content=result)]),
-            ]
+            ],
         )
 
     switch = ReplaySwitch("record")
