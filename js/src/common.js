@@ -261,6 +261,9 @@ export class AgentView {
 
   renderRoot(state) {
     setData(this.root, "status", state.status);
+    // What the caret of streaming text depends on (ipyagent.css): on the live list, so that a
+    // status change restyles the live blocks, never the history above them.
+    setData(this.liveEl, "run-status", state.status);
     setData(this.root, "live", state.live ? "true" : "false");
     setData(this.root, "seq", state.seq);
     const empty = state.blocks.length === 0 && this.history.length === 0;

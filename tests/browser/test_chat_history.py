@@ -1,7 +1,8 @@
 """The chat's history in Chromium, without JupyterLab: the bundled chat view (in runtime.js)
 given a stand-in for the anywidget model holding what the kernel would send
 (docs/widget-protocol.md). A long history shows its latest blocks at once and the older ones page
-by page as the user scrolls up, without moving what the user is looking at."""
+by page as the user scrolls up, without moving what the user is looking at; a new turn restyles
+its own blocks, not the history above them."""
 
 from __future__ import annotations
 
@@ -121,3 +122,62 @@ def test_a_new_turn_goes_after_the_history(page: Any) -> None:
     )
     page.wait_for_function("() => document.querySelector('.ipyagent-chat').dataset.seq === '1'")
     assert shown_ids(page)[-2:] == ["u0", "r1.0.0"]
+
+
+def caret(page: Any, block_id: str) -> str:
+    """The content of the streaming caret after the block's text ("none" when there is none)."""
+    content: str = page.evaluate(
+        """(id) => {
+            const tail = document.querySelector(`.ipyagent-block[data-id='${id}'] .ipyagent-md-tail`);
+            const at = tail.lastElementChild || tail;
+            return getComputedStyle(at, "::after").content;
+        }""",
+        block_id,
+    )
+    return content
+
+
+def elements_restyled(page: Any, script: str) -> int:
+    """How many elements Chromium restyled while ``script`` ran and the page drew its result
+    (UpdateLayoutTree's elementCount in a trace of the page's main thread)."""
+    cdp = page.context.new_cdp_session(page)
+    events: list[dict[str, Any]] = []
+    cdp.on("Tracing.dataCollected", lambda event: events.extend(event["value"]))
+    done: dict[str, Any] = {}
+    cdp.on("Tracing.tracingComplete", lambda event: done.update(event))
+    cdp.send("Tracing.start", {"traceConfig": {"includedCategories": ["devtools.timeline"]}})
+    page.evaluate(script)
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))")
+    page.evaluate("() => document.body.getBoundingClientRect()")
+    cdp.send("Tracing.end")
+    while not done:  # waiting lets the session deliver the trace
+        page.wait_for_timeout(50)
+    cdp.detach()
+    restyles = [e for e in events if e.get("name") == "UpdateLayoutTree"]
+    return sum(e.get("args", {}).get("elementCount", 0) for e in restyles)
+
+
+def test_the_caret_shows_while_a_turn_streams_and_its_status_restyles_only_the_turn(page: Any) -> None:
+    open_chat(page, history(3000))
+    page.evaluate(
+        """() => window.model.emit("msg:custom", {kind: "patches", seq: 1, patches: [
+            {op: "top", fields: {status: "running"}},
+            {op: "add", block: {id: "u0", kind: "user", text: "and now?"}},
+            {op: "add", block: {id: "r1.0.0", kind: "text", text: "Now", streaming: true}},
+        ]})"""
+    )
+    page.wait_for_function("() => document.querySelector('.ipyagent-chat').dataset.seq === '1'")
+    assert caret(page, "r1.0.0") == '"▍"', "streaming text ends in a caret while the run runs"
+    shown = page.evaluate("() => document.getElementsByTagName('*').length")
+    assert shown > 1000, "enough history is drawn for a restyle of it to show"
+
+    # The run stops with the block still marked as streaming (a stopped run): the caret goes.
+    restyled = elements_restyled(
+        page,
+        """() => window.model.emit("msg:custom", {kind: "patches", seq: 2, patches: [
+            {op: "top", fields: {status: "cancelled"}},
+        ]})""",
+    )
+    page.wait_for_function("() => document.querySelector('.ipyagent-chat').dataset.seq === '2'")
+    assert caret(page, "r1.0.0") == "none"
+    assert restyled < 100, f"the status change restyled {restyled} of {shown} elements"
