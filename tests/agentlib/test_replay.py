@@ -206,6 +206,17 @@ async def test_volatile_text_does_not_count_as_a_change(tmp_path: Path) -> None:
     assert exc is None and events
 
 
+async def test_a_scrub_added_later_applies_to_what_was_recorded_before_it(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    await drain(ReplayModel(script(), cassette=cassette, mode="record"), request("memory: 410 bytes"))
+    scrub = [(r"memory: \d+ bytes", "memory: … bytes")]
+    events, exc = await drain(ReplayModel(cassette=cassette, scrub=scrub), request("memory: 194 bytes"))
+    assert exc is None and events
+    # Without the scrub the two differ, as before.
+    _, exc = await drain(ReplayModel(cassette=cassette), request("memory: 194 bytes"))
+    assert isinstance(exc, ProviderError) and exc.info.code == "replay_mismatch"
+
+
 async def test_running_past_the_end_of_the_cassette_is_a_clear_error(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
     await Agent(model=ReplayModel(script(), cassette=cassette, mode="record"), tools=[add]).run("2 + 3?")

@@ -16,7 +16,8 @@ unchanged notebook again gives the same cassette; the request is recorded as the
 In ``replay`` mode (no wrapped provider needed) the recorded streams are served in order, and a
 request that differs from the recorded one fails with a :class:`ProviderError` whose message is
 a unified diff of the two. Volatile text — today's date and the workspace in the system prompt,
-memory addresses, the ``workspace`` path given — is scrubbed before comparing.
+memory addresses, the ``workspace`` path given, the ``scrub`` patterns — is scrubbed before
+comparing, on both sides: a pattern added later applies to requests recorded before it.
 
 Secrets never reach a cassette: requests carry no keys, headers or base URLs, and any value of
 a key-like environment variable (``*_KEY``, ``*TOKEN*``, ...), of a configured endpoint key or of
@@ -253,6 +254,19 @@ class ReplayModel:
         """``request`` as it is recorded and compared (see :func:`normalize_request`)."""
         return normalize_request(request, model_id=self.model_id, scrub=self._scrubs)
 
+    def _scrubbed(self, recorded: dict[str, Any]) -> dict[str, Any]:
+        """A recorded request with today's scrubs applied: one added since it was recorded (a
+        new volatile value found) applies to it as to the live request, so no re-recording."""
+        scrubs = (*self._scrubs, *TEXT_SCRUBS)
+
+        def clean(text: str) -> str:
+            for pattern, replacement in scrubs:
+                text = pattern.sub(replacement, text)
+            return text
+
+        scrubbed: dict[str, Any] = map_strings(recorded, clean)
+        return scrubbed
+
     def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         if self.mode == "record":
             return self._record(request)
@@ -309,10 +323,11 @@ class ReplayModel:
                 code="replay_exhausted",
                 retryable=False,
             )
-        if live != record.request:
+        recorded = self._scrubbed(record.request)
+        if live != recorded:
             raise ProviderError(
                 f"Request {index + 1} of {total} differs from the one recorded in {self.cassette.path}:\n"
-                + request_diff(record.request, live),
+                + request_diff(recorded, live),
                 hint=self.rerecord_hint,
                 code="replay_mismatch",
                 retryable=False,
