@@ -159,6 +159,10 @@ def elements_restyled(page: Any, script: str) -> int:
 
 def test_the_caret_shows_while_a_turn_streams_and_its_status_restyles_only_the_turn(page: Any) -> None:
     open_chat(page, history(3000))
+    # The open draws the latest pages, then more while the page is idle, up to IDLE_BLOCKS (200)
+    # in js/src/history.js: on a busy machine that takes a while. Wait for all of them, so the
+    # history a restyle would cost is there to count.
+    page.wait_for_function("() => document.querySelectorAll('.ipyagent-block').length >= 200")
     page.evaluate(
         """() => window.model.emit("msg:custom", {kind: "patches", seq: 1, patches: [
             {op: "top", fields: {status: "running"}},
