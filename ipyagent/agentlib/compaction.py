@@ -38,6 +38,7 @@ __all__ = [
     "SUMMARY_PREFIX",
     "SUMMARY_SYSTEM_PROMPT",
     "CompactionResult",
+    "ask_for_text",
     "compact",
     "compact_conversation",
     "fallback_summary",
@@ -144,7 +145,7 @@ async def compact(
     except AgentError as exc:
         text, usage, error = "", Usage(), exc.info
     else:
-        text, usage, error = await _ask(provider, request, retry or RetryPolicy())
+        text, usage, error = await ask_for_text(provider, request, retry or RetryPolicy())
     fallback = not text.strip()
     if fallback:
         text = fallback_summary(older)
@@ -161,10 +162,11 @@ async def compact(
     )
 
 
-async def _ask(
+async def ask_for_text(
     provider: Provider, request: ModelRequest, policy: RetryPolicy
 ) -> tuple[str, Usage, ErrorInfo | None]:
-    """The summary's text ("" on failure), the usage it cost, and the failure if any."""
+    """One plain request outside a run's loop (a summary: this module's, a run's summary), retried
+    as ``policy`` says: the text ("" on failure), the usage it cost, and the failure if any."""
     usage = Usage()
 
     async def send(attempt: int) -> str:

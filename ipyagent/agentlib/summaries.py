@@ -30,18 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write
-from .compaction import fallback_summary, render_transcript
+from .compaction import ask_for_text, fallback_summary, render_transcript
 from .errors import AgentError, ErrorInfo
 from .events import RunWarning
 from .jsonl import append_line, json_line, open_for_append
 from .messages import Message
-from .model import ModelRequest, ModelSettings, TextChunk, UsageReport, open_stream
+from .model import ModelRequest, ModelSettings
 from .plugins import Plugin, PluginRun
 from .redact import redact_text
 from .result import RunResult
-from .retry import Retries
 from .sessions import Session
-from .usage import Usage, request_usage
+from .usage import Usage
 
 __all__ = ["SUMMARIES_SYSTEM_PROMPT", "RunSummary", "Summaries", "summaries_path"]
 
@@ -239,37 +238,11 @@ class Summaries(Plugin):
             messages=[Message.user(render_transcript(result.messages, budget=INPUT_CHARS))],
             settings=ModelSettings(max_tokens=run.settings.max_tokens),
         )
-        usage = Usage()
         try:
             request = asked if run.screen is None else await run.screen(asked)
         except AgentError as exc:  # a policy blocked it: nothing is sent
-            return "", usage, exc.info
-
-        async def send(attempt: int) -> str:
-            nonlocal usage
-            pieces: list[str] = []
-            reported: Usage | None = None
-            try:
-                async with open_stream(provider, request) as stream:
-                    async for chunk in stream:
-                        if isinstance(chunk, TextChunk):
-                            pieces.append(chunk.text)
-                        elif isinstance(chunk, UsageReport):
-                            reported = chunk.usage
-            finally:
-                usage = usage + request_usage(reported)  # a request that failed was still made
-            return "".join(pieces)
-
-        try:
-            return await Retries(run.retry, provider).run(send), usage, None
-        except AgentError as exc:
-            return "", usage, exc.info
-        except Exception as exc:  # a provider's bug costs the summary, not the run's result
-            return (
-                "",
-                usage,
-                ErrorInfo(code="unexpected_error", layer="provider", message=redact_text(str(exc))),
-            )
+            return "", Usage(), exc.info
+        return await ask_for_text(provider, request, run.retry)
 
 
 def _parts(text: str) -> tuple[str, str]:
