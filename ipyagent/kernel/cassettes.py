@@ -42,12 +42,15 @@ __all__ = [
 #: is recorded or compared: the number a cell the agent runs takes (``run_cell``: under
 #: ``python -m ipyagent run`` the kernel counts cells as a front end does, nbval runs them with
 #: ``store_history=False``), and the file a cell's code is compiled from, named after the kernel's
-#: process (it shows in the tracebacks ``%agent fix`` sends); and between environments: a
-#: DataFrame's memory in ``describe_variable`` (pandas keeps strings in Arrow where pyarrow is
-#: installed, and they take another size).
+#: process (it shows in the tracebacks ``%agent fix`` sends); and between environments: where
+#: Python and its packages are installed (a traceback's library frames), and a DataFrame's memory
+#: in ``describe_variable`` (pandas keeps strings in Arrow where pyarrow is installed, and they
+#: take another size).
 KERNEL_SCRUBS: tuple[tuple[str, str], ...] = (
     (r"\(execution count \d+\)", "(execution count …)"),
     (r"[^\s\"']*ipykernel_\d+/\d+\.py", "<cell>"),
+    (r"[^\s\"']*/(?:site|dist)-packages/", "<site-packages>/"),
+    (r"[^\s\"'<>]*/lib/python3\.\d+/", "<stdlib>/"),
     (r"\bmemory: [\d,]+ bytes", "memory: … bytes"),
 )
 

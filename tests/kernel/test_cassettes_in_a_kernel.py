@@ -111,16 +111,18 @@ def test_the_switch_closes_the_providers_it_resolved_to_record_and_no_others(
 
 async def test_what_differs_between_runners_of_a_notebook_does_not_fail_its_replay(tmp_path: Path) -> None:
     """A cell the agent runs takes the next count, which nbval (``store_history=False``) and
-    ``python -m ipyagent run`` number differently, a traceback names the kernel's process, and a
-    DataFrame of strings takes another size where pyarrow is installed."""
+    ``python -m ipyagent run`` number differently, a traceback names the kernel's process and
+    where Python is installed, and a DataFrame of strings takes another size with pyarrow."""
     from ipyagent.agentlib.messages import Message, ToolResultBlock
     from ipyagent.agentlib.model import ModelRequest, TextChunk
 
-    def request(count: int, pid: int, memory: int) -> ModelRequest:
+    def request(count: int, pid: int, memory: int, prefix: str) -> ModelRequest:
         result = (
             f"sales: DataFrame (3, 2)\nmemory: {memory} bytes\n"
             f"(execution count {count})\n\nTraceback (most recent call last):\n"
-            f'  File "/tmp/ipykernel_{pid}/2543150158.py", line 1, in <module>'
+            f'  File "/tmp/ipykernel_{pid}/2543150158.py", line 1, in <module>\n'
+            f'  File "{prefix}/lib/python3.11/site-packages/pandas/core/frame.py", line 4330\n'
+            f'  File "{prefix}/lib/python3.11/json/decoder.py", line 337'
         )
         return ModelRequest(
             model="m",
@@ -133,11 +135,12 @@ async def test_what_differs_between_runners_of_a_notebook_does_not_fail_its_repl
     switch = ReplaySwitch("record")
     recorder = switch.wrap(ScriptedModel(["Done."]), tmp_path / "nb.ipynb")
     assert isinstance(recorder, ReplayModel)
-    [_ async for _ in recorder.stream(request(6, 15809, 341))]
+    [_ async for _ in recorder.stream(request(6, 15809, 341, "/work/main/.venv"))]
     switch.set("replay")
     replayer = switch.wrap(None, tmp_path / "nb.ipynb")
     assert isinstance(replayer, ReplayModel)
-    events = [e async for e in replayer.stream(request(1, 19843, 194))]  # raises on a mismatch
+    # Raises on a mismatch:
+    events = [e async for e in replayer.stream(request(1, 19843, 194, "/tmp/ci/.venv"))]
     assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Done."
     switch.close()
 
