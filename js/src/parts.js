@@ -73,7 +73,7 @@ export class Parts {
     this.limit = kind === "p" ? PARA_WHOLE : LIMIT[kind]; // the first part holds what came before
     this.part = null; // the part being filled; null while the element is not split
     this.shelves = null;
-    this.size = 0; // characters in the part being filled
+    this.size = 0; // characters in the part being filled (counted only as far as `limit`)
     this.prev = ""; // the top-level text just before, for a cut that spans two text nodes
     this.cutNext = false; // a part ended exactly at the end of what was appended last
     this.items = 0; // list items appended
@@ -138,7 +138,7 @@ export class Parts {
 
   #counted(node) {
     if (node.nodeName === "LI") this.items++;
-    this.size += node.textContent.length;
+    this.size += textLength(node, this.limit - this.size);
     // An element between them: the text before it cannot end a sentence for a cut after it.
     if (node.nodeType !== 3) this.prev = "";
   }
@@ -224,6 +224,19 @@ export class Parts {
     this.el.normalize(); // one text node where the text was cut, as the parser makes it
     this.part = this.shelves = null;
   }
+}
+
+/** The length of `node`'s textContent, counted only until it reaches `need`: a part's size is
+ * only ever compared with its limit, and a list item kept as it streamed (keepLive) may hold a
+ * megabyte of text, which reading whole at its end would cost time in proportion. */
+function textLength(node, need) {
+  if (node.nodeType !== 1 && node.nodeType !== 11) return node.textContent.length;
+  let n = 0;
+  for (let child = node.firstChild; child && n < need; child = child.nextSibling) {
+    if (child.nodeType === 1) n += textLength(child, need - n);
+    else if (child.nodeType === 3 || child.nodeType === 4) n += child.data.length;
+  }
+  return n;
 }
 
 function newPart(el, kind, className = "ipyagent-part") {

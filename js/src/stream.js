@@ -24,7 +24,8 @@ const ATX_HEADING = /^ {0,3}#{1,6}(?:[ \t]|$)/;
 const TABLE_DELIM = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
 // Constructs whose meaning reaches across regions (link reference definitions, in a quote or an
 // item too; raw HTML blocks, which may span blank lines): a text with any of them gets one whole
-// render at the end.
+// render at the end. Each line is tested once, as it is read (no match spans a newline, so this is
+// the test of the whole text): the end of a long text costs no scan of it.
 const NON_LOCAL = /^ {0,3}<|^[ \t>]*(?:(?:[*+-]|\d{1,9}[.)])[ \t]+)?\[[^\]\n]+\]:/m;
 
 export class MarkdownStream {
@@ -49,6 +50,7 @@ export class MarkdownStream {
     this.text = new GrowingText();
     this.streaming = null;
     this.scan = 0; // start of the first line not yet looked at
+    this.nonLocal = false; // a line read so far matches NON_LOCAL
     this.region = new TextRegion(this, 0);
     this.sink.reset();
   }
@@ -86,14 +88,16 @@ export class MarkdownStream {
     while ((nl = text.indexOf("\n", this.scan)) !== -1) {
       const at = this.scan;
       this.scan = nl + 1;
-      this.region.line(text.slice(at, nl), at);
+      const line = text.slice(at, nl);
+      if (!this.nonLocal) this.nonLocal = NON_LOCAL.test(line);
+      this.region.line(line, at);
     }
     // What arrived in this update is handed over as one batch, not line by line.
     this.region.flush();
     if (streaming) return this.region.show();
-    if (NON_LOCAL.test(text.toString())) return this.#whole(text.toString());
     // The unfinished last line is the text's last line.
     const partial = text.slice(this.scan);
+    if (this.nonLocal || NON_LOCAL.test(partial)) return this.#whole(text.toString());
     if (partial && !(this.region instanceof CodeRegion)) {
       const at = this.scan;
       this.scan = text.length;

@@ -83,8 +83,10 @@ export class ListRegion {
     this.itemLoose = false; // a blank line in the item, before more of it, made the list loose
     // The item's lines inside a code block, but blank ones ([from, to) each): whether the list
     // goes on and is loose does not depend on them, so while the content streams on its own the
-    // item is lexed without them (a long code block in an item is not lexed whole again).
+    // item is lexed without them (a long code block in an item is not lexed whole again). Of a
+    // run of blank lines left between them one stays: one tells the lexer what many would.
     this.skips = [];
+    this.fenceBlank = false; // the last line kept in a code block was blank
   }
 
   /** The open item's text up to `to`, as lexed to check it (see `skips`). */
@@ -121,14 +123,18 @@ export class ListRegion {
     if (this.fence) {
       this.#trackFence(line);
       this.prevBlank = false;
-      if (this.fence && line.trim()) {
+      const blank = !line.trim();
+      if (this.fence && (!blank || this.fenceBlank)) {
         const last = this.skips.at(-1);
         if (last?.[1] === at) last[1] = at + line.length + 1;
         else this.skips.push([at, at + line.length + 1]);
+      } else {
+        this.fenceBlank = Boolean(this.fence) && blank;
       }
       this.#toBody(line, at);
       return;
     }
+    this.fenceBlank = false;
     if (!line.trim()) {
       this.prevBlank = true;
       this.#toBody(line, at);

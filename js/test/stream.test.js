@@ -227,6 +227,7 @@ SHAPES.bigQuote = quoted(SHAPES.bigParagraph);
 // List items big enough that their content streams on its own (stream_nested.js ItemBody).
 const indented = (text, pad = "  ") => text.replace(/^(?=.)/gm, pad);
 const bigCode = `\`\`\`python\n${Array.from({ length: 30 }, () => PY.join("\n")).join("\n")}\n\`\`\``;
+const blankCode = `\`\`\`python\n${Array.from({ length: 30 }, () => `${PY.join("\n")}\n\n\n`).join("\n")}\`\`\``;
 Object.assign(SHAPES, {
   bigItemCode: `- Here:\n${indented(bigCode)}\n- next\n- and\n${indented(bigCode)}\n  after\n`,
   bigItemLoose: `1. Intro:\n\n${indented(bigCode, "   ")}\n\n   Then text.\n2. two\n`,
@@ -240,6 +241,9 @@ Object.assign(SHAPES, {
   bigItemQuote: `- quoted:\n${indented(quoted(bigCode))}\n- next\n`,
   bigQuoteItem: quoted(`- in a quote:\n${indented(bigCode)}\n- next`),
   bigItemUnclosed: `- open:\n${indented(bigCode.slice(0, 4000))}`,
+  // Runs of blank lines in an item's code block (one of each run is kept when the item is lexed),
+  // the block open when the next item comes (the blank lines before it make the list loose).
+  bigItemBlanksOpen: `- open:\n${indented(blankCode.slice(0, -3))}\n\n\n- next\n- and\n`,
 });
 SHAPES.bigList = Array.from(
   { length: 300 },
