@@ -305,7 +305,9 @@ class CodeRegion {
 
   #end(partial) {
     const lines = partial ? [...this.pending, partial] : this.pending;
-    const { html } = highlightSegment(lines.join("\n"), this.lang);
+    // marked's code text is the lines joined, and one newline more when the last one is blank.
+    const tail = lines.at(-1) === "" ? "\n" : "";
+    const { html } = highlightSegment(`${lines.join("\n")}${tail}`, this.lang);
     this.s.sink.codeClose(html);
     this.pending = [];
   }

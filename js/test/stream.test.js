@@ -175,6 +175,8 @@ const SHAPES = {
   nested: "- item\n\n  ```python\n  x = 1\n  ```\n- next\n",
   refs: "See [the doc][d] and <b>raw</b>.\n\n[d]: http://example.com\n",
   html: "<div>\n\n*inside*\n\n</div>\n\ntext",
+  // Blank last lines (marked's code text gets a newline more), an empty block, one blank line.
+  codeBlankEnd: "```python\nx = 1\n\n\n```\n\n```\n```\n\n```\n\n```\n~~~\nopen\n\n",
 };
 const SENTENCES = [
   "A plain sentence with `code_span` and my_var = 5 * 3.",
@@ -244,6 +246,9 @@ Object.assign(SHAPES, {
   // Runs of blank lines in an item's code block (one of each run is kept when the item is lexed),
   // the block open when the next item comes (the blank lines before it make the list loose).
   bigItemBlanksOpen: `- open:\n${indented(blankCode.slice(0, -3))}\n\n\n- next\n- and\n`,
+  // Blank lines before the closing fence, the item then followed by another, or the last.
+  bigItemBlanks: `- blanks:\n${indented(blankCode)}\n- next\n`,
+  bigItemBlanksEnd: `- blanks:\n${indented(blankCode)}\n`,
 });
 SHAPES.bigList = Array.from(
   { length: 300 },

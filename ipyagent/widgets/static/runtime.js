@@ -106,8 +106,9 @@ ${e}
 `)}flush(){if(this.pending.length<2||this.pendingChars<this.retryAt)return;let e=`${this.pending.slice(0,-1).join(`
 `)}
 `,{html:t,clean:s}=Ii(e,this.lang);if(!s){this.retryAt=this.pendingChars*2;return}let i=this.pending[this.pending.length-1];this.pending=[i],this.pendingChars=i.length+1,this.retryAt=0,this.s.sink.codeHtml(t,`${i}
-`)}show(){let e=this.s.text.slice(this.s.scan);this.s.sink.codePartial(m(this,et,fs).call(this,e)?"":e)}close(){let e=this.s.text.slice(this.s.scan);m(this,et,Yi).call(this,m(this,et,fs).call(this,e)?null:e)}};et=new WeakSet,fs=function(e){let t=/^ {0,3}(`+|~+) *$/.exec(e);return!!(t&&t[1][0]===this.marker[0]&&t[1].length>=this.marker.length)},Yi=function(e){let t=e?[...this.pending,e]:this.pending,{html:s}=Ii(t.join(`
-`),this.lang);this.s.sink.codeClose(s),this.pending=[]};var Xi=class{constructor(e,t,s,i){this.s=e,this.start=t,this.header=`${s}
+`)}show(){let e=this.s.text.slice(this.s.scan);this.s.sink.codePartial(m(this,et,fs).call(this,e)?"":e)}close(){let e=this.s.text.slice(this.s.scan);m(this,et,Yi).call(this,m(this,et,fs).call(this,e)?null:e)}};et=new WeakSet,fs=function(e){let t=/^ {0,3}(`+|~+) *$/.exec(e);return!!(t&&t[1][0]===this.marker[0]&&t[1].length>=this.marker.length)},Yi=function(e){let t=e?[...this.pending,e]:this.pending,s=t.at(-1)===""?`
+`:"",{html:i}=Ii(`${t.join(`
+`)}${s}`,this.lang);this.s.sink.codeClose(i),this.pending=[]};var Xi=class{constructor(e,t,s,i){this.s=e,this.start=t,this.header=`${s}
 ${i}
 `,this.rows="",e.sink.tableOpen(es(this.header))}line(e,t){let s=e.trim()?Ee(`${this.header}${e}
 `):[];if(s.length===1&&s[0].type==="table"&&s[0].rows.length===1){let i=es(`${this.header}${e}
