@@ -42,6 +42,7 @@ JOIN_JS = """async ({ text, chunk, kind, repeat }) => {
     send([{ op: "append", id: "t", field: "text", value: text.slice(at, at + chunk) }]);
     await frame();
   }
+  await new Promise((r) => setTimeout(r, 200)); // streaming text waits up to 100 ms to be drawn
   await frame();
   const md = document.querySelector("#view .ipyagent-md");
   const parts = md.querySelectorAll(".ipyagent-part").length;

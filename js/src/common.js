@@ -5,7 +5,7 @@
 // in state.js; the chat's history (drawn in pages) in history.js; the chat's input box in chat.js.
 
 import { awaitsUser, createBlockView } from "./blocks.js";
-import { formatCost, formatInt, h, setData, setText } from "./dom.js";
+import { clockNow, formatCost, formatInt, h, setData, setText } from "./dom.js";
 import { HistoryView, historyBlocks } from "./history.js";
 import { placements, Store } from "./state.js";
 
@@ -30,6 +30,13 @@ const nextFrame =
     : (fn) => setTimeout(fn, 16);
 const cancelFrame = typeof cancelAnimationFrame === "function" ? cancelAnimationFrame : clearTimeout;
 
+/** Streaming text alone is redrawn at most this often. A redraw costs the page a frame's style,
+ * layout and paint however little changed (~2.5 ms on a machine without GPU compositing), and the
+ * kernel sends every ~50 ms: at 10 redraws a second the text still reads as live, for half that
+ * cost (bench/browser.py). Anything else (a new block, a status, a button's answer) is drawn on
+ * the next frame, with whatever text waited. */
+export const STREAM_REDRAW_MS = 100;
+
 /**
  * One rendered view of an ipyagent widget model.
  *
@@ -45,7 +52,9 @@ export class AgentView {
     this.views = new Map(); // block id -> { el, update, kind }
     this.dirty = new Set(); // block ids to redraw for local reasons (a click is pending)
     this.pendingActions = new Map(); // key -> { blockId, status, timer }
-    this.frame = null;
+    this.frame = null; // the redraw requested: an animation frame's handle
+    this.wait = null; // or a timer's, for streaming text that waits (STREAM_REDRAW_MS)
+    this.drawnAt = -Infinity; // when the last redraw ran (clockNow)
     this.acked = false;
 
     // The scrolling list: the history the chat opened on (drawn in pages, history.js), then the
@@ -153,12 +162,25 @@ export class AgentView {
     this.helloTimer = null;
   }
 
-  /** Redraw on the next animation frame; any number of patches before it cost one redraw. */
+  /** Redraw on the next animation frame; any number of patches before it cost one redraw. What
+   * only grows streaming text waits until STREAM_REDRAW_MS after the last redraw. */
   schedule() {
-    if (this.frame == null && !this.destroyed) this.frame = nextFrame(() => this.flush());
+    if (this.frame != null || this.destroyed) return;
+    const early = this.drawnAt + STREAM_REDRAW_MS - clockNow();
+    if (early > 0 && this.store.changes.onlyAppends && !this.dirty.size) {
+      this.wait ??= setTimeout(() => {
+        this.wait = null;
+        this.schedule();
+      }, early);
+      return;
+    }
+    clearTimeout(this.wait);
+    this.wait = null;
+    this.frame = nextFrame(() => this.flush());
   }
 
   flush() {
+    this.drawnAt = clockNow();
     try {
       const changes = this.store.takeChanges();
       const state = this.store.state;
@@ -274,6 +296,7 @@ export class AgentView {
   destroy() {
     this.destroyed = true;
     if (this.frame != null) cancelFrame(this.frame);
+    clearTimeout(this.wait);
     this.stopHello();
     this.history.stop();
     for (const { timer } of this.pendingActions.values()) clearTimeout(timer);

@@ -1,6 +1,9 @@
 // Tiny DOM and formatting helpers shared by the views. Text always goes in as text nodes;
 // markup only ever comes from markdown.js as a sanitized fragment.
 
+/** Milliseconds on a monotonic clock. */
+export const clockNow = () => (typeof performance !== "undefined" ? performance.now() : Date.now());
+
 /**
  * Create an element. `props`: `class`, `data` (an object of data-* attributes), `on` (event
  * handlers), `text` (text content), any other key becomes an attribute (skipped when null/false).

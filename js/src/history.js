@@ -5,6 +5,8 @@
 // idle. Each page is one short task; the scroll position is kept as pages go in above it.
 // History blocks never change: the kernel replaces the whole trait (a new conversation empties it).
 
+import { clockNow } from "./dom.js";
+
 /** The most blocks one page draws. */
 export const PAGE_BLOCKS = 40;
 /** A page stops early once it has taken this long (it always draws at least one block). */
@@ -13,8 +15,6 @@ export const PAGE_BUDGET_MS = 16;
 export const IDLE_BLOCKS = 200;
 /** Start loading the previous page this far before the user reaches the top. */
 const LOAD_MARGIN_PX = 800;
-
-const clockNow = () => (typeof performance !== "undefined" ? performance.now() : Date.now());
 
 /** The well-formed blocks of a `history` trait value (no copy: history blocks are never mutated). */
 export function historyBlocks(raw) {

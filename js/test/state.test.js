@@ -87,6 +87,23 @@ describe("state", () => {
     assert.equal(store.takeChanges().appended.get("t1").get("text"), null, "not an extension of the old");
   });
 
+  test("changes say whether only appends changed anything (streaming text that may wait)", () => {
+    const store = new Store(base());
+    assert.equal(store.takeChanges().onlyAppends, false); // a new state: everything to draw
+    store.applyMessage(patches(4, { op: "append", id: "t1", field: "text", value: "lo" }));
+    store.applyMessage(patches(5, { op: "append", id: "t1", field: "text", value: "!" }));
+    assert.equal(store.takeChanges().onlyAppends, true);
+    for (const [seq, op] of [
+      [6, { op: "set", id: "t1", fields: { streaming: false } }],
+      [7, { op: "top", fields: { status: "completed" } }],
+      [8, { op: "add", block: { id: "t2", kind: "text", text: "" } }],
+      [9, { op: "remove", id: "t2" }],
+    ]) {
+      store.applyMessage(patches(seq, { op: "append", id: "t1", field: "text", value: "." }, op));
+      assert.equal(store.takeChanges().onlyAppends, false, op.op);
+    }
+  });
+
   test("append to a missing field starts it from empty", () => {
     const store = new Store(base());
     store.applyMessage(

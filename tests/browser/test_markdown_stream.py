@@ -37,9 +37,13 @@ body .ipyagent-root .ipyagent-md h2 { font-size: 20px; line-height: 25px; margin
 <body><div id="streamed" style="width: 900px"></div><div id="whole" style="width: 900px"></div>
 <script>
 // The view draws in animation-frame callbacks: here they run when the test says, one per update.
+// Its clock moves only when the test says too: a second between updates, so that streaming text,
+// which waits a little after a redraw (common.js STREAM_REDRAW_MS), is drawn at each.
 window.frames = [];
 window.requestAnimationFrame = (fn) => window.frames.push(fn);
 window.cancelAnimationFrame = () => {};
+window.clock = 0;
+performance.now = () => window.clock;
 window.drawFrames = () => {
   while (window.frames.length) for (const fn of window.frames.splice(0)) fn(performance.now());
 };
@@ -59,7 +63,8 @@ const mount = (id, state) => {
   view.render({ model, el });
   drawFrames();
   let seq = 0;
-  return (patches) => {
+  return (patches, { after = 1000 } = {}) => {
+    window.clock += after;
     for (const fn of handlers) fn({ kind: "patches", seq: ++seq, patches });
     drawFrames();
   };
@@ -73,7 +78,7 @@ window.render = (text, sizes) => {
   let splitWhileStreaming = false;
   for (let at = 0, i = 0; at < text.length; at += sizes[i++ % sizes.length]) {
     send([{ op: "append", id: "t", field: "text", value: text.slice(at, at + sizes[i % sizes.length]) }]);
-    if (i % 16 === 0 && md("streamed").querySelector("p > .ipyagent-shelf, .ipyagent-table")) {
+    if (i % 4 === 0 && md("streamed").querySelector("p > .ipyagent-shelf, .ipyagent-table")) {
       splitWhileStreaming = true;
     }
   }
@@ -92,6 +97,23 @@ window.render = (text, sizes) => {
     splitWhileStreaming,
     joined: !md("streamed").querySelector("p .ipyagent-part, table .ipyagent-part, .ipyagent-table"),
   };
+};
+// Streaming text drawn at most every STREAM_REDRAW_MS (100) of the clock; anything else at once.
+window.redraws = () => {
+  const send = mount("streamed", { seq: 0, status: "running", blocks: [], usage: {}, live: true });
+  const text = () => md("streamed").textContent.trim();
+  const seen = [];
+  send([{ op: "add", block: { id: "t", kind: "text", text: "", streaming: true } }]);
+  send([{ op: "append", id: "t", field: "text", value: "Hello" }]);
+  seen.push(text()); // a second after the last redraw: drawn
+  send([{ op: "append", id: "t", field: "text", value: " there" }], { after: 10 });
+  seen.push(text(), window.frames.length); // 10 ms after: waits, no frame asked for
+  send([{ op: "top", fields: { status: "running" } }], { after: 10 });
+  seen.push(text()); // something else: drawn at once, with the text that waited
+  send([{ op: "append", id: "t", field: "text", value: " again" }], { after: 10 });
+  seen.push(text());
+  window.clock += 1000; // the wait's timer finds the time passed and asks for a frame
+  return seen;
 };
 // The streamed block with its parts unwrapped (where it is: a screenshot elsewhere could fall on
 // other pixel boundaries).
@@ -167,13 +189,14 @@ def bullets(rng: random.Random) -> str:
 
 
 def paragraph(rng: random.Random) -> str:
-    """Past the size a paragraph streams in parts at (64 KB), short of the one it is joined at."""
-    return " ".join(_sentence(rng, n) for n in range(1500)) + "\n\nAfter."
+    """Past the size a paragraph streams in parts at (parts.js PARA_WHOLE, 16 KB), short of the one
+    it is joined at (PARA_JOIN, 32 KB)."""
+    return " ".join(_sentence(rng, n) for n in range(340)) + "\n\nAfter."
 
 
 def big_paragraph(rng: random.Random) -> str:
-    """Past the size a paragraph is joined again at (parts.js PARA_JOIN, 128 KB)."""
-    return " ".join(_sentence(rng, n) for n in range(3500)) + "\n\nAfter."
+    """Past the size a paragraph is joined again at (parts.js PARA_JOIN, 32 KB)."""
+    return " ".join(_sentence(rng, n) for n in range(2500)) + "\n\nAfter."
 
 
 def mix(rng: random.Random) -> str:
@@ -183,7 +206,7 @@ def mix(rng: random.Random) -> str:
             paragraph(rng)[:20000],
             code(rng)[:9000] + "\n```",
             bullets(rng)[:12000],
-            "\n".join(table(rng).split("\n")[:300]),
+            "\n".join(table(rng).split("\n")[:80]),
         ]
     )
 
@@ -212,8 +235,9 @@ def item_code(rng: random.Random) -> str:
 
 
 def quote_table(rng: random.Random) -> str:
-    """A table in a quote, of a size joined again when complete."""
-    return _quoted("\n".join(table(rng).split("\n")[:250])) + "\n\nAfter."
+    """A table in a quote, of a size joined again when complete (parts.js: streamed in parts past
+    50 rows, joined up to 100)."""
+    return _quoted("\n".join(table(rng).split("\n")[:92])) + "\n\nAfter."
 
 
 def quote_paragraph(rng: random.Random) -> str:
@@ -272,6 +296,18 @@ def test_the_streamed_dom_is_the_one_shot_dom(md_page: Any, shape: str) -> None:
         else:
             assert result["parts"] > 2
             assert result["shelves"] > 1 or shape == "nested"
+
+
+def test_streaming_text_is_redrawn_at_most_ten_times_a_second(md_page: Any) -> None:
+    # Each redraw is a frame of style, layout and paint: streaming text waits until 100 ms after
+    # the last one; a change of anything else is drawn on the next frame, the text with it.
+    seen = md_page.evaluate("() => window.redraws()")
+    assert seen == ["Hello", "Hello", 0, "Hello there", "Hello there"]
+    # The timer asks for a frame (polled on a timer: animation frames are the test's own here).
+    md_page.wait_for_function("() => window.frames.length > 0", polling=50)
+    md_page.evaluate("() => window.drawFrames()")
+    shown = md_page.evaluate("() => document.querySelector('#streamed .ipyagent-md').textContent")
+    assert shown.strip() == "Hello there again"
 
 
 COPY = """(id) => {
