@@ -167,7 +167,7 @@ export class AgentView {
   schedule() {
     if (this.frame != null || this.destroyed) return;
     const early = this.drawnAt + STREAM_REDRAW_MS - clockNow();
-    if (early > 0 && this.store.changes.onlyAppends && !this.dirty.size) {
+    if (early > 0 && this.store.changes.onlyAppends === true && !this.dirty.size) {
       this.wait ??= setTimeout(() => {
         this.wait = null;
         this.schedule();

@@ -8,10 +8,11 @@ const RESERVED_TOP = new Set(["seq", "blocks"]);
 /** A fresh record of what a batch of patches changed (see Store.takeChanges). `appended` keeps
  * what `append` patches added, block id -> field -> pieces in order, so that a view can take in
  * just those (reading a long streamed string whole copies it; see growing_text.js); null for a
- * block or field given a new value in the batch. `onlyAppends`: nothing but `append` patches
- * changed anything (streaming text grew; a view may wait a little to draw it). */
+ * block or field given a new value in the batch. `onlyAppends`: true when `append` patches, and
+ * nothing else, changed something (streaming text grew: a view may wait a little to draw it),
+ * false when anything else did, null while nothing has. */
 export function emptyChanges() {
-  return { blocks: new Set(), structure: false, top: false, appended: new Map(), onlyAppends: true };
+  return { blocks: new Set(), structure: false, top: false, appended: new Map(), onlyAppends: null };
 }
 
 /** A well-formed private copy of a `state` trait value (the trait object itself is never mutated:
@@ -101,7 +102,7 @@ export class Store {
    * message must keep working, and the final `state` trait repairs it when the run ends. */
   applyPatch(patch) {
     if (!patch || typeof patch !== "object") return;
-    if (patch.op !== "append") this.changes.onlyAppends = false;
+    this.changes.onlyAppends = patch.op === "append" && this.changes.onlyAppends !== false;
     switch (patch.op) {
       case "add":
         return this.#add(patch.block);

@@ -90,6 +90,7 @@ describe("state", () => {
   test("changes say whether only appends changed anything (streaming text that may wait)", () => {
     const store = new Store(base());
     assert.equal(store.takeChanges().onlyAppends, false); // a new state: everything to draw
+    assert.equal(store.takeChanges().onlyAppends, null); // nothing since
     store.applyMessage(patches(4, { op: "append", id: "t1", field: "text", value: "lo" }));
     store.applyMessage(patches(5, { op: "append", id: "t1", field: "text", value: "!" }));
     assert.equal(store.takeChanges().onlyAppends, true);
