@@ -6,6 +6,7 @@ or --static's) with a stand-in for the anywidget model and gives it what the ker
 Section "stream" (the run view). The page feeds the `patches` messages the kernel sends
 (docs/widget-protocol.md): an `add` of a streaming text block, one `append` every 50 ms (the
 kernel's batching interval) at a steady rate, then `set streaming=false` and the final status.
+(The view draws streaming text at most every 100 ms: js/src/common.js STREAM_REDRAW_MS.)
 For each shape (code block, table, list, one long paragraph, a mix; and nested: a code block in a
 list item, a table and a paragraph in a quote) and size: the main-thread time
 (Chromium's TaskDuration from CDP ``Performance.getMetrics``: script, style, layout, paint and the
