@@ -31,9 +31,9 @@ const nextFrame =
 const cancelFrame = typeof cancelAnimationFrame === "function" ? cancelAnimationFrame : clearTimeout;
 
 /** Streaming text alone is redrawn at most this often. A redraw costs the page a frame's style,
- * layout and paint however little changed (~2.5 ms on a machine without GPU compositing), and the
- * kernel sends every ~50 ms: at 10 redraws a second the text still reads as live, for half that
- * cost (bench/browser.py). Anything else (a new block, a status, a button's answer) is drawn on
+ * layout and paint however little changed (~3 ms without GPU compositing: bench/browser_frame.py),
+ * and the kernel sends every ~50 ms: at 10 redraws a second the text still reads as live, for
+ * half that cost. Anything else (a new block, a status, a button's answer) is drawn on
  * the next frame, with whatever text waited. */
 export const STREAM_REDRAW_MS = 100;
 

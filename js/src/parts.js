@@ -39,7 +39,7 @@ export const BLOCK_PART = 4096;
 export const CODE_PART = 2048;
 export const PARA_PART = 4096;
 /** A streaming paragraph is laid out whole (its text appended in place) up to this size: each
- * append lays it all out again (~5 ms at 16 KB in Chromium, 11 at 64 KB). */
+ * append lays it all out again (~5 ms at 16 KB in Chromium, 18 at 64 KB: bench/browser_frame.py). */
 export const PARA_WHOLE = 16384;
 export const LIST_PART = 4096;
 export const TABLE_ROWS = 50;
