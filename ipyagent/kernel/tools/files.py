@@ -30,10 +30,12 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...agentlib import sandbox
+from ...agentlib.control_files import Subject
 from ...agentlib.tools import RunContext, Tool, tool
 from . import _safe_io as io
 from . import _search as _search_worker
@@ -231,20 +233,30 @@ def file_tools(
             )
         return f"Replaced {count} occurrence(s) in {rel(target)}."
 
+    def subjects(arguments: dict[str, Any]) -> list[Subject]:
+        """The file a write would change, for the loop's control-file rule."""
+        try:
+            return [Subject(resolve_inside(root, str(arguments["path"])), root)]
+        except WorkspaceError:
+            return []  # outside the workspace: the tool refuses it and writes nothing
+
     return [
         tool(list_files, read_only=True),
         tool(read_file, read_only=True),
         tool(search_files, read_only=True),
-        tool(write_file),
-        tool(edit_file),
+        replace(tool(write_file), subjects=subjects),
+        replace(tool(edit_file), subjects=subjects),
     ]
 
 
 def _confined(root: Path, function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` in a child the OS confines to the workspace (see the module docstring).
     A workspace that is the home folder is allowed here, unlike for ``shell``: the child runs only
-    the tools' own write, whose checks already keep it to the workspace and off protected files."""
-    return sandbox.call(function, args, cwd=root.resolve(), limits=WRITE_LIMITS, allow_home=True)
+    the tools' own write, whose checks already keep it to the workspace and off protected files.
+    Control files are not guarded here: the loop asked a person before a write to one ran."""
+    return sandbox.call(
+        function, args, cwd=root.resolve(), limits=WRITE_LIMITS, allow_home=True, guard_control=False
+    )
 
 
 def _write(root: str, parts: list[str], data: bytes, refuse: Mapping[tuple[int, int], str]) -> bool:
