@@ -234,11 +234,9 @@ def file_tools(
         return f"Replaced {count} occurrence(s) in {rel(target)}."
 
     def subjects(arguments: dict[str, Any]) -> list[Subject]:
-        """The file a write would change, for the loop's control-file rule."""
-        try:
-            return [Subject(resolve_inside(root, str(arguments["path"])), root)]
-        except WorkspaceError:
-            return []  # outside the workspace: the tool refuses it and writes nothing
+        """The file a write would change, for the loop's control-file rule (which resolves it;
+        a path outside the workspace is no control file of it, and the tool refuses it)."""
+        return [Subject(root / str(arguments["path"]), root)]
 
     return [
         tool(list_files, read_only=True),
