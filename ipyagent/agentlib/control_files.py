@@ -30,6 +30,7 @@ __all__ = [
     "SKILL_FOLDERS",
     "Subject",
     "control_changes",
+    "control_denied",
     "control_kind",
     "control_refusal",
     "control_warning",
@@ -169,6 +170,16 @@ def control_refusal(tool: str, changes: Sequence[str]) -> str:
         "person's approval, even under auto-approve, and nobody can answer in this run. Do not try "
         "another way (a shell command cannot write control files either); tell the user what should "
         "change and why."
+    )
+
+
+def control_denied(tool: str, changes: Sequence[str], reason: str = "") -> str:
+    """What the model reads when the person (or a front end on their behalf) said no."""
+    why = reason or "the user declined"
+    return (
+        f"Denied: `{tool}` would change a control file: {'; '.join(changes)}; {why}. Do not try "
+        "another way (a shell command cannot write control files either); go on without it, or tell "
+        "the user what should change and why."
     )
 
 

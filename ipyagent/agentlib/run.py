@@ -30,7 +30,7 @@ from .attachments import attachment_label
 from .budget import Budget, Spending
 from .bus import EventBus
 from .compaction import compact_conversation, split_point
-from .control_files import CONTROL_HINT, control_changes, control_refusal, control_warning
+from .control_files import CONTROL_HINT, control_changes, control_denied, control_refusal, control_warning
 from .conversation import Conversation
 from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, PolicyBlocked, RunError
 from .events import (
@@ -681,6 +681,8 @@ class AgentRun:
         if decision == "deny":
             self._denied.add(call.id)
         self._emit(PermissionResolved(call_id=call.id, decision=decision, reason=reason))
+        if decision == "deny" and control:
+            return control_denied(tool.name, control, reason)
         if decision == "deny" and reason:
             return f"Denied: `{tool.name}` was not run: {reason}."
         if decision == "deny":

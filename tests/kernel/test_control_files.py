@@ -135,6 +135,12 @@ async def test_a_write_to_a_control_file_is_refused_when_nobody_can_answer(
     assert target.read_text() == GOOD
 
 
+async def test_a_denial_tells_the_model_it_was_a_control_file(workspace: Path) -> None:
+    seen, _ = await run(workspace, [ROUTES["write_file"](".mcp.json"), "done"], answer="deny")
+    (result,) = results(seen, "write_file")
+    assert result.is_error and "control file" in result.content and "will start" in result.content
+
+
 async def test_creating_a_control_file_is_asked_too(workspace: Path) -> None:
     seen, _ = await run(workspace, [ROUTES["write_file"](".mcp.json"), "done"], answer=None)
     assert results(seen, "write_file")[0].is_error
