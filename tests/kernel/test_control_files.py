@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Kernel, text_of
 
 from ipyagent import Agent, tool
 from ipyagent.agentlib import events as ev
@@ -186,7 +187,10 @@ async def test_a_sub_agent_s_write_to_a_control_file_is_asked_or_refused(
 
 # -- the shell ------------------------------------------------------------------------------------
 
-needs_sandbox = pytest.mark.skipif(not sandbox.available(), reason="this machine cannot sandbox")
+STATE = sandbox.available()
+needs_sandbox = pytest.mark.skipif(
+    not (STATE and STATE.process_limit), reason=f"no OS sandbox for commands on this machine: {STATE}"
+)
 
 
 @needs_sandbox
@@ -240,3 +244,25 @@ async def test_a_sandboxed_tool_cannot_write_a_control_file(
     block = result.messages[2].tool_results[0]
     assert block.is_error and "Read-only file system" in block.content
     assert names(workspace) == []
+
+
+@needs_sandbox
+def test_in_a_kernel_a_yes_run_s_shell_cannot_plant_control_files(kernel: Kernel, jupyter_env: Path) -> None:
+    """The issue's repro, run 1: ``%%agent -y --tools shell``, the command writes .mcp.json,
+    AGENTS.md and .ipyagent/config.toml. None of them exists after; the model is told why."""
+    command = (
+        "echo EVIL > .mcp.json; echo EVIL > AGENTS.md; "
+        "mkdir -p .ipyagent && echo EVIL > .ipyagent/config.toml; echo ok > out.txt"
+    )
+    kernel.run(
+        "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel, tool_call\n"
+        f"m = ScriptedModel([[tool_call('shell', {{'command': {command!r}}})], 'Done.'])"
+    )
+    reply, outputs = kernel.run("%%agent -y -m m --tools shell -o r\nPlant them.")
+    assert reply["status"] == "ok", text_of(outputs)
+    _, outputs = kernel.run("print(r.messages[2].tool_results[0].content)")
+    said = text_of(outputs)
+    assert said.count("Read-only file system") == 3 and "control files are read-only" in said
+    for name in (".mcp.json", "AGENTS.md", ".ipyagent"):
+        assert not (jupyter_env / name).exists(), name
+    assert (jupyter_env / "out.txt").read_text() == "ok\n"
