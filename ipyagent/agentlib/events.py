@@ -242,6 +242,9 @@ class PermissionRequired(_Event):
     name: str
     arguments: dict[str, Any]
     description: str = ""
+    #: Set when the call would change a control file (``.mcp.json``, ``AGENTS.md``, ...): what
+    #: the file is, and that this is asked even under auto-approve. Show it with the question.
+    warning: str = ""
 
 
 class PermissionResolved(_Event):

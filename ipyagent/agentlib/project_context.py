@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .control_files import SKILL_FOLDERS
 from .tools import Tool, ToolOutput, tool
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
     "read_text_safely",
 ]
 
-SKILL_FOLDERS = (".agents/skills", ".claude/skills", "skills")
 MAX_FILE_BYTES = 32_000
 MAX_TOTAL_BYTES = 96_000
 MAX_SKILLS = 200

@@ -30,6 +30,7 @@ from .attachments import attachment_label
 from .budget import Budget, Spending
 from .bus import EventBus
 from .compaction import compact_conversation, split_point
+from .control_files import CONTROL_HINT, control_changes, control_denied, control_refusal, control_warning
 from .conversation import Conversation
 from .errors import AgentError, ContextOverflowError, ErrorInfo, HookError, PolicyBlocked, RunError
 from .events import (
@@ -599,8 +600,10 @@ class AgentRun:
             kwargs = tool.validate(arguments)
         except ToolArgumentsError as exc:
             return _error(str(exc)), arguments, False
-        if not tool.read_only:
-            refusal = await self._permission(call, tool, arguments)
+        # A call that changes a control file is asked about whatever the tool or the run says.
+        control = control_changes(tool.subjects, kwargs)
+        if not tool.read_only or control:
+            refusal = await self._permission(call, tool, arguments, control)
             if refusal is not None:
                 return _error(refusal), arguments, True
         return await self._invoke(call, tool, kwargs), arguments, False
@@ -639,16 +642,23 @@ class AgentRun:
         self._last_call = signature
         return self._repeats >= self.config.max_repeated_calls
 
-    async def _permission(self, call: ToolCallBlock, tool: Tool, arguments: dict[str, Any]) -> str | None:
-        """None when the call may run; otherwise the refusal the model reads."""
+    async def _permission(
+        self, call: ToolCallBlock, tool: Tool, arguments: dict[str, Any], control: Sequence[str] = ()
+    ) -> str | None:
+        """None when the call may run; otherwise the refusal the model reads. ``control``: the
+        control files the call would change; then only a person's answer lets it run."""
         config = self.config
         if not config.can_write:
             return f"Refused: `{tool.name}` changes things and this agent may not (can_write=False)."
-        if config.auto_approve or tool.name in self.always_allowed:
+        if not control and (config.auto_approve or tool.name in self.always_allowed):
             return None
         if not self._someone_can_answer("permission_required"):
             self._denied.add(call.id)
             self._emit(PermissionResolved(call_id=call.id, decision="deny", reason="nobody to ask"))
+            if control:
+                refusal = control_refusal(tool.name, control)
+                self._emit(RunWarning(code="control_file_refused", message=refusal, hint=CONTROL_HINT))
+                return refusal
             return (
                 f"Denied: `{tool.name}` changes things and needs the user's permission, but nobody can "
                 "answer in this run. The user can allow it with auto_approve=True (or --yes)."
@@ -657,7 +667,11 @@ class AgentRun:
         future = self.answers.open(key)
         self._emit(
             PermissionRequired(
-                call_id=call.id, name=tool.name, arguments=jsonable(arguments), description=tool.description
+                call_id=call.id,
+                name=tool.name,
+                arguments=jsonable(arguments),
+                description=tool.description,
+                warning=control_warning(tool.name, control) if control else "",
             )
         )
         answer: tuple[Decision, str] = await self.answers.wait(key, future)
@@ -667,6 +681,8 @@ class AgentRun:
         if decision == "deny":
             self._denied.add(call.id)
         self._emit(PermissionResolved(call_id=call.id, decision=decision, reason=reason))
+        if decision == "deny" and control:
+            return control_denied(tool.name, control, reason)
         if decision == "deny" and reason:
             return f"Denied: `{tool.name}` was not run: {reason}."
         if decision == "deny":

@@ -21,7 +21,7 @@ import os
 import re
 import typing
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -34,6 +34,7 @@ from .messages import ImageBlock
 from .model import ToolSpec
 
 if typing.TYPE_CHECKING:
+    from .control_files import Subject
     from .parent_run import ParentRun
     from .sandbox import Limits
 
@@ -110,6 +111,10 @@ class Tool:
     #: Run in a forked child confined by the OS (writes only in the current folder, no network),
     #: with the sandbox's default limits or the :class:`~.sandbox.Limits` given.
     sandboxed: bool | Limits = False
+    #: The files a call would change, from its validated arguments (the file tools say so): the
+    #: loop asks before a call that changes a control file, even under auto-approve
+    #: (:mod:`~ipyagent.agentlib.control_files`).
+    subjects: Callable[[dict[str, Any]], Sequence[Subject]] | None = None
     spec: ToolSpec = field(init=False)
 
     def __post_init__(self) -> None:

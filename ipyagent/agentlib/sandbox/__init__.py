@@ -37,6 +37,7 @@ from . import _confine
 from ._confine import CONFINE_FAILED
 from ._errors import SandboxError, SandboxTimeout, SandboxUnavailable
 from ._fork import call_forked
+from ._guard import guarded
 from ._policy import Limits, holds_home, launcher_argv
 
 __all__ = [
@@ -212,18 +213,26 @@ async def run(
     limits: Limits | None = None,
     env: Mapping[str, str] | None = None,
     allow_home: bool = False,
+    guard_control: bool = True,
 ) -> SandboxResult:
     """Run ``command`` (a shell command line, or an argv list) confined, in ``cwd`` (the
     workspace: the only folder it may write). Raises :class:`SandboxUnavailable` when this machine
     cannot confine it — then nothing was run — and :class:`SandboxError` when ``cwd`` is the home
     folder or holds it, unless ``allow_home``. ``env`` adds variables (the kernel's own, keys
-    included, are never passed)."""
+    included, are never passed). The workspace's control files (``.mcp.json``, ``AGENTS.md``,
+    ``.ipyagent/``, skill folders) are read-only to the command unless ``guard_control`` is
+    False (see :mod:`._guard`)."""
     limits = limits or Limits()
     require(cwd, limits=limits, allow_home=allow_home)
     argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     # What the command leaves in its temporary folder may be hard to remove (mode 000): never an error.
-    with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-", ignore_cleanup_errors=True) as tmp:
-        argv = launcher_argv(argv_command, cwd=os.fspath(cwd), tmp=tmp, limits=limits, env=env)
+    with (
+        tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-", ignore_cleanup_errors=True) as tmp,
+        guarded(os.fspath(cwd), tmp, enabled=guard_control) as read_only,
+    ):
+        argv = launcher_argv(
+            argv_command, cwd=os.fspath(cwd), tmp=tmp, limits=limits, env=env, read_only=read_only
+        )
         process = await asyncio.create_subprocess_exec(
             *argv,
             env={},
@@ -288,13 +297,21 @@ def call(
     cwd: str | os.PathLike[str],
     limits: Limits | None = None,
     allow_home: bool = False,
+    guard_control: bool = True,
 ) -> Any:
     """``function(*args, **kwargs)`` in a child forked from this process and confined like
     :func:`run` (workspace ``cwd``). Its return value comes back pickled; an exception it raises
     is raised here again (as :class:`SandboxError` when it cannot be pickled);
     :class:`SandboxTimeout` when it runs past ``limits.timeout``. The child starts as a copy of this
     process: it sees the same variables, but what it changes stays in the child. Blocks; an async
-    function is run to completion in the child. ``allow_home``: as for :func:`run`."""
+    function is run to completion in the child. ``allow_home``, ``guard_control``: as for :func:`run`."""
     limits = limits or Limits()
     require(cwd, limits=limits, allow_home=allow_home)
-    return call_forked(function, tuple(args), dict(kwargs or {}), cwd=os.fspath(cwd), limits=limits)
+    return call_forked(
+        function,
+        tuple(args),
+        dict(kwargs or {}),
+        cwd=os.fspath(cwd),
+        limits=limits,
+        guard_control=guard_control,
+    )

@@ -17,7 +17,8 @@ What each piece is for (measured in docs/sandbox.md):
   nothing outlives the call; and (Linux 6.14+) it has its own ``pid_max``, the one process limit
   that also holds for root, whom ``RLIMIT_NPROC`` never limits;
 - rlimits: address space, CPU seconds, file size, open files, processes (a non-root user);
-- Landlock: reads only where a command needs to read, writes only in the workspace.
+- Landlock: reads only where a command needs to read, writes only in the workspace;
+- the mount namespace: the workspace's control files mounted read-only over themselves.
 
 Landlock is Linux's unprivileged access control, called here through ``ctypes``: a process builds
 a ruleset (which rights it handles, and which folders or files keep which of them), then
@@ -79,7 +80,8 @@ def enter(spec: dict[str, Any]) -> None:
     """Confine this (single-threaded) process as ``spec`` says; returns only in the confined
     child (see the module docstring). ``spec``: ``read``, ``write``, ``files`` (Landlock rules),
     ``network``, ``memory`` (bytes of address space, or None), ``cpu_seconds``, ``max_procs`` (or None),
-    ``file_size``, ``open_files``, ``cwd``."""
+    ``file_size``, ``open_files``, ``cwd``; ``read_only``: ``(entry, source)`` pairs mounted
+    read-only (control files, :func:`_read_only`)."""
     libc = ctypes.CDLL(None, use_errno=True)
     uid, gid = os.geteuid(), os.getegid()
     flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS
@@ -99,6 +101,7 @@ def enter(spec: dict[str, Any]) -> None:
     read = list(spec["read"])
     if "/proc" in read and not _own_proc(libc):
         read.remove("/proc")  # the machine's /proc would show every process's command line
+    _read_only(libc, spec.get("read_only", ()))
     _limit_processes(spec["max_procs"], root=uid == 0)
     _limit(resource.RLIMIT_CPU, spec["cpu_seconds"])
     _limit(resource.RLIMIT_FSIZE, spec["file_size"])
@@ -121,6 +124,36 @@ def _own_proc(libc: ctypes.CDLL) -> bool:
     if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         return False
     return bool(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0)
+
+
+_OPEN_TREE, _MOVE_MOUNT, _MOUNT_SETATTR = 428, 429, 442  # the same on every architecture
+_OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC = 1, 0o2000000
+_AT_FDCWD, _AT_EMPTY_PATH, _MOVE_MOUNT_F_EMPTY_PATH, _MOUNT_ATTR_RDONLY = -100, 0x1000, 4, 1
+
+
+def _read_only(libc: ctypes.CDLL, pairs: Iterable[tuple[str, str]]) -> None:
+    """Mount each ``(entry, source)``'s source read-only on the entry, in this mount namespace:
+    the workspace's control files (see :mod:`._guard`). ``move_mount`` without following the
+    entry's last link puts the mount on a symbolic link itself, so the link cannot be replaced."""
+    pairs = list(pairs)
+    if not pairs:
+        return
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        raise _failed("make this process's mounts private (to guard control files)")
+    attr = struct.pack("=QQQQ", _MOUNT_ATTR_RDONLY, 0, 0, 0)
+    for entry, source in pairs:
+        fd = libc.syscall(
+            _OPEN_TREE, _AT_FDCWD, source.encode(), ctypes.c_uint(_OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC)
+        )
+        if fd < 0:
+            raise _failed(f"guard the control file {entry}")
+        try:
+            if libc.syscall(_MOUNT_SETATTR, fd, b"", _AT_EMPTY_PATH, attr, ctypes.c_size_t(len(attr))) != 0:
+                raise _failed(f"make the control file {entry} read-only")
+            if libc.syscall(_MOVE_MOUNT, fd, b"", _AT_FDCWD, entry.encode(), _MOVE_MOUNT_F_EMPTY_PATH) != 0:
+                raise _failed(f"guard the control file {entry}")
+        finally:
+            os.close(fd)
 
 
 def _stay_outside(child: int) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 
 from ._confine import CONFINE_FAILED, enter
 from ._errors import SandboxError, SandboxTimeout, SandboxUnavailable
+from ._guard import guarded
 from ._policy import Limits, build_spec
 
 __all__ = ["call_forked"]
@@ -43,10 +44,19 @@ MAX_RESULT_BYTES = 64 << 20
 
 
 def call_forked(
-    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, cwd: str, limits: Limits
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    cwd: str,
+    limits: Limits,
+    guard_control: bool = True,
 ) -> Any:
-    with tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-", ignore_cleanup_errors=True) as tmp:
-        spec = build_spec(cwd, tmp, limits)
+    with (
+        tempfile.TemporaryDirectory(prefix="ipyagent-sandbox-", ignore_cleanup_errors=True) as tmp,
+        guarded(cwd, tmp, enabled=guard_control) as read_only,
+    ):
+        spec = build_spec(cwd, tmp, limits, read_only)
         if limits.memory is not None:
             spec["memory"] = _address_space() + limits.memory  # the copy of the kernel, and then some
         read_end, write_end = os.pipe()

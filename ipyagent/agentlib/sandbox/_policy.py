@@ -160,9 +160,14 @@ def holds_home(cwd: str, home: str | None = None) -> bool:
     return workspace == home_dir or _under(home_dir, workspace)
 
 
-def build_spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
+def build_spec(
+    cwd: str, tmp: str, limits: Limits, read_only: Sequence[tuple[str, str]] = ()
+) -> dict[str, Any]:
+    """``read_only``: ``(entry, source)`` pairs mounted read-only (the control files, from
+    :func:`._guard.guarded`)."""
     workspace = os.path.realpath(cwd)
     return {
+        "read_only": [tuple(pair) for pair in read_only],
         "cwd": workspace,
         "read": read_paths(),
         "write": sorted({workspace, os.path.realpath(tmp)}),
@@ -186,11 +191,17 @@ def command_env(tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, s
 
 
 def launcher_argv(
-    command: Sequence[str], *, cwd: str, tmp: str, limits: Limits, env: Mapping[str, str] | None = None
+    command: Sequence[str],
+    *,
+    cwd: str,
+    tmp: str,
+    limits: Limits,
+    env: Mapping[str, str] | None = None,
+    read_only: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The launcher's command line (run it with an empty environment: the command's own is in
     the spec)."""
-    spec = build_spec(cwd, tmp, limits)
+    spec = build_spec(cwd, tmp, limits, read_only)
     spec["argv"] = list(command)
     spec["env"] = command_env(tmp, env)
     python = sys.executable or shutil.which("python3") or "python3"

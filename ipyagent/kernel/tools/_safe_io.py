@@ -17,6 +17,7 @@ import fnmatch
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
@@ -30,6 +31,7 @@ __all__ = [
     "off_limits",
     "open_folder",
     "open_regular",
+    "secret_inode",
     "walk",
     "write_regular",
 ]
@@ -77,6 +79,21 @@ SECRET_NAMES = (
 #: Folders whose every file holds secrets by convention.
 SECRET_FOLDERS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker")
 _NOT_SECRET = ("*.example", "*.sample", "*.template", "*.dist", ".env.example")
+#: Secrets files of the user's home that a file in the workspace may be a hard link to (a notebook
+#: folder under home is on the same file system). Folders: every file in them.
+HOME_SECRETS = (
+    ".netrc",
+    ".pgpass",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".aws/credentials",
+    ".aws/config",
+    ".docker/config.json",
+    ".kube/config",
+    ".config/gh/hosts.yml",
+)
+HOME_SECRET_FOLDERS = (".ssh",)
 
 
 class WorkspaceError(Exception):
@@ -95,6 +112,91 @@ def is_secret(parts: Sequence[str]) -> bool:
     if any(part.lower() in SECRET_FOLDERS for part in parts[:-1]):
         return True
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_NAMES)
+
+
+_Listed = tuple[int, dict[tuple[int, int], str], list[str]]
+
+
+class _SecretIndex:
+    """The secrets files of a workspace by inode, to recognise a hard link to one under another
+    name. Asked only about files with more than one link (rare), so nothing is walked for the
+    usual read. Folders are remembered with their mtime: adding, removing or renaming an entry
+    changes it, so a later question lists again only the folders that changed and stats the rest
+    (a file's inode does not change when its content does)."""
+
+    def __init__(self) -> None:
+        # (root, folder parts) -> (folder's mtime_ns, secret inodes -> shown path, subfolders)
+        self._folders: dict[tuple[str, tuple[str, ...]], _Listed] = {}
+        self._lock = threading.Lock()
+
+    def find(self, root: str, inode: tuple[int, int], skip: frozenset[str]) -> str | None:
+        """The workspace-relative path (or ``~/...``) of the secrets file that is ``inode``."""
+        with self._lock:
+            stack: list[tuple[str, ...]] = [()]
+            while stack:
+                parts = stack.pop()
+                inodes, subfolders = self._folder(root, parts, skip)
+                if inode in inodes:
+                    return inodes[inode]
+                if len(parts) < MAX_DEPTH:
+                    stack.extend((*parts, name) for name in subfolders)
+        return _home_secret(inode)
+
+    def _folder(
+        self, root: str, parts: tuple[str, ...], skip: frozenset[str]
+    ) -> tuple[dict[tuple[int, int], str], list[str]]:
+        path = os.path.join(root, *parts)
+        try:
+            mtime = os.stat(path, follow_symlinks=False).st_mtime_ns
+        except OSError:
+            return {}, []
+        known = self._folders.get((root, parts))
+        if known is not None and known[0] == mtime:
+            return known[1], known[2]
+        inodes: dict[tuple[int, int], str] = {}
+        subfolders: list[str] = []
+        try:
+            with os.scandir(path) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in skip:
+                            subfolders.append(entry.name)
+                    elif entry.is_file(follow_symlinks=False) and is_secret([*parts, entry.name]):
+                        info = entry.stat(follow_symlinks=False)
+                        inodes[(info.st_dev, info.st_ino)] = "/".join([*parts, entry.name])
+        except OSError:
+            return {}, []
+        self._folders[(root, parts)] = (mtime, inodes, subfolders)
+        return inodes, subfolders
+
+
+_INDEX = _SecretIndex()
+
+
+def _home_secret(inode: tuple[int, int]) -> str | None:
+    home = os.path.expanduser("~")
+    files = [os.path.join(home, name) for name in HOME_SECRETS]
+    for folder in HOME_SECRET_FOLDERS:
+        with contextlib.suppress(OSError), os.scandir(os.path.join(home, folder)) as it:
+            files += [entry.path for entry in it]
+    for path in files:
+        try:
+            info = os.stat(path, follow_symlinks=False)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) == inode and stat.S_ISREG(info.st_mode):
+            return "~/" + os.path.relpath(path, home)
+    return None
+
+
+def secret_inode(root: str, info: os.stat_result, *, skip: frozenset[str]) -> str | None:
+    """Which secrets file the file ``info`` describes is under another name, if any: a hard link
+    to ``.env`` is ``.env``. Only a file with more than one link can be one; for those, the
+    workspace ``root``'s secrets files (by name, outside the ``skip`` folders) and the usual ones
+    of the home folder are compared by inode."""
+    if info.st_nlink < 2:
+        return None
+    return _INDEX.find(root, (info.st_dev, info.st_ino), skip)
 
 
 def _changed(where: str, exc: OSError) -> WorkspaceError:

@@ -8,8 +8,10 @@ deadline whatever the pattern does. It is started with ``-E -s -S`` (no site, no
 and needs only the standard library and :mod:`._safe_io`, so it starts in a few milliseconds.
 
 Protocol: one JSON object on stdin; JSON lines on stdout — ``{"match": ...}`` per match as it
-is found (kept if the process is killed later), then ``{"done": ..., "secret": n, "deep": n}``,
-or ``{"error": ...}`` for a pattern that does not compile.
+is found (kept if the process is killed later), then ``{"done": ..., "secret": n, "deep": n,
+"large": [n, names...], "binary": [n, names...]}`` (files not searched because they are over
+:data:`MAX_FILE_BYTES` or binary: how many, and the first :data:`SHOWN` names), or
+``{"error": ...}`` for a pattern that does not compile.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ else:  # run as a script by path: this folder is sys.path[0]
     import _safe_io as io  # type: ignore[import-not-found,no-redef]
 
 MAX_FILE_BYTES = 5_000_000
+#: How many names of skipped files the worker sends for each reason (the count is always sent).
+SHOWN = 5
 
 
 def search(request: dict[str, Any], emit: Any) -> None:
@@ -40,6 +44,19 @@ def search(request: dict[str, Any], emit: Any) -> None:
     limit: int = request["max_matches"]
     skip = frozenset(request["skip"])
     found = secret = deep = 0
+    # What was not searched, by why: the counts, and the first few names to show.
+    large: list[str] = []
+    binary: list[str] = []
+
+    def done(how: str) -> dict[str, Any]:
+        return {
+            "done": how,
+            "secret": secret,
+            "deep": deep,
+            "large": [len(large), *large[:SHOWN]],
+            "binary": [len(binary), *binary[:SHOWN]],
+        }
+
     for folder, _dirs, others in io.walk(root, request["parts"], skip=skip):
         if others == ["…"] and not _dirs:
             deep += 1
@@ -56,18 +73,26 @@ def search(request: dict[str, Any], emit: Any) -> None:
             shown = "/".join([*folder, name])
             try:
                 with io.open_regular(root, parts) as fd:
-                    if os.fstat(fd).st_size > MAX_FILE_BYTES or io.is_binary(fd):
+                    info = os.fstat(fd)
+                    if io.secret_inode(root, info, skip=skip) is not None:
+                        secret += 1  # a hard link to a secrets file is that file
+                        continue
+                    if info.st_size > MAX_FILE_BYTES:
+                        large.append(shown)
+                        continue
+                    if io.is_binary(fd):
+                        binary.append(shown)
                         continue
                     for number, (line, _cut, _end) in enumerate(io.iter_lines(fd), 1):
                         if regex.search(line):
                             emit({"match": f"{shown}:{number}: {line.strip()[:200]}"})
                             found += 1
                             if found >= limit:
-                                emit({"done": "limit", "secret": secret, "deep": deep})
+                                emit(done("limit"))
                                 return
             except (io.WorkspaceError, OSError):
                 continue
-    emit({"done": "all", "secret": secret, "deep": deep})
+    emit(done("all"))
 
 
 def _regular_inside(root: str, parts: list[str]) -> list[str] | None:

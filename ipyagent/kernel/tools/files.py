@@ -9,8 +9,10 @@ file atomically (a temporary file renamed over it), so a failure never leaves ha
 Some files are not the model's to touch. ``protected`` files (the conversation's session file,
 the cassette in use, a headless run's notebook; the kernel layer names them) are never written.
 Files that hold secrets by convention (:func:`._safe_io.is_secret`: ``.env``, private keys,
-credentials) are read only when the user says yes to a question, and searches skip them.
-A search runs in a process of its own (:mod:`._search`), killed at its time limit.
+credentials), and hard links to them (the same file under another name), are read only when the
+user says yes to a question, and searches skip them. A search runs in a process of its own
+(:mod:`._search`), killed at its time limit, and says which files it did not search (too large,
+binary), so "no matches" is never mistaken for a definite answer.
 
 Writes (``write_file``, ``edit_file``) run in a child process the OS confines to the workspace
 (:mod:`ipyagent.agentlib.sandbox`): should a path ever slip past the checks above, the kernel
@@ -28,12 +30,15 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...agentlib import sandbox
+from ...agentlib.control_files import Subject
 from ...agentlib.tools import RunContext, Tool, tool
 from . import _safe_io as io
+from . import _search as _search_worker
 from ._safe_io import WorkspaceError
 from .file_lock import locked
 
@@ -164,11 +169,18 @@ def file_tools(
         """
         target = resolve_inside(root, path)
         parts = parts_of(target)
-        if io.is_secret(list(Path(path).parts)) or io.is_secret(parts):
+        base = real_root()
+        secret = io.is_secret(list(Path(path).parts)) or io.is_secret(parts)
+        if secret:
             await _consent(ctx, rel(target))
+        else:  # a hard link to a secrets file is that file under another name
+            linked = await asyncio.to_thread(_linked_secret_at, base, target)
+            if linked is not None:
+                await _consent(ctx, rel(target), linked=linked)
+                secret = True
         # Never blocks: only a regular file is opened (O_NONBLOCK, then fstat), and at most
         # MAX_READ_CHARS plus MAX_COUNT_BYTES are read, so the thread always ends soon.
-        return await asyncio.to_thread(_read_range, real_root(), parts, start_line, end_line)
+        return await asyncio.to_thread(_read_range, base, parts, start_line, end_line, consented=secret)
 
     async def search_files(pattern: str, path: str = ".", glob: str = "*") -> str:
         """Search file contents with a regular expression.
@@ -221,20 +233,28 @@ def file_tools(
             )
         return f"Replaced {count} occurrence(s) in {rel(target)}."
 
+    def subjects(arguments: dict[str, Any]) -> list[Subject]:
+        """The file a write would change, for the loop's control-file rule (which resolves it;
+        a path outside the workspace is no control file of it, and the tool refuses it)."""
+        return [Subject(root / str(arguments["path"]), root)]
+
     return [
         tool(list_files, read_only=True),
         tool(read_file, read_only=True),
         tool(search_files, read_only=True),
-        tool(write_file),
-        tool(edit_file),
+        replace(tool(write_file), subjects=subjects),
+        replace(tool(edit_file), subjects=subjects),
     ]
 
 
 def _confined(root: Path, function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` in a child the OS confines to the workspace (see the module docstring).
     A workspace that is the home folder is allowed here, unlike for ``shell``: the child runs only
-    the tools' own write, whose checks already keep it to the workspace and off protected files."""
-    return sandbox.call(function, args, cwd=root.resolve(), limits=WRITE_LIMITS, allow_home=True)
+    the tools' own write, whose checks already keep it to the workspace and off protected files.
+    Control files are not guarded here: the loop asked a person before a write to one ran."""
+    return sandbox.call(
+        function, args, cwd=root.resolve(), limits=WRITE_LIMITS, allow_home=True, guard_control=False
+    )
 
 
 def _write(root: str, parts: list[str], data: bytes, refuse: Mapping[tuple[int, int], str]) -> bool:
@@ -281,17 +301,22 @@ def _describe(root: Path, path: Path) -> str:
     return f"({info.st_size:,} bytes)"
 
 
-async def _consent(ctx: RunContext, shown: str) -> None:
-    """Ask the user before a file that holds secrets is read (its text goes to the model)."""
+async def _consent(ctx: RunContext, shown: str, *, linked: str | None = None) -> None:
+    """Ask the user before a file that holds secrets is read (its text goes to the model);
+    ``linked``: the secrets file that ``shown`` is a hard link to."""
+    what = "a file that usually holds secrets"
+    if linked is not None:
+        what = f"a hard link to {linked} (the same file under another name), which usually holds secrets"
     answer = await ctx.ask_user(
-        f"The agent wants to read {shown}, a file that usually holds secrets (keys, passwords, tokens). "
+        f"The agent wants to read {shown}, {what} (keys, passwords, tokens). "
         "What it reads is sent to the model provider. Allow it to read this file once?",
         ["Allow once", "Deny"],
     )
     if answer is None:
+        held = f"is a hard link to {linked!r}, which " if linked is not None else ""
         raise WorkspaceError(
-            f"{shown!r} holds secrets by convention, so reading it needs the user's consent, and nobody "
-            "can answer in this run. Do not try to read it another way; ask the user for the values "
+            f"{shown!r} {held}holds secrets by convention, so reading it needs the user's consent, and "
+            "nobody can answer in this run. Do not try to read it another way; ask the user for the values "
             "you need (or for them to be set as environment variables)."
         )
     if not answer.strip().lower().startswith(("allow", "yes")):
@@ -301,8 +326,28 @@ async def _consent(ctx: RunContext, shown: str) -> None:
         )
 
 
-def _read_range(root: str, parts: list[str], start_line: int, end_line: int | None) -> str:
+def _linked_secret(root: str, info: os.stat_result) -> str | None:
+    return io.secret_inode(root, info, skip=frozenset(SKIP_DIRS))
+
+
+def _linked_secret_at(root: str, target: Path) -> str | None:
+    try:
+        info = target.stat()
+    except OSError:
+        return None  # not there: the read says so
+    return _linked_secret(root, info)
+
+
+def _read_range(
+    root: str, parts: list[str], start_line: int, end_line: int | None, *, consented: bool
+) -> str:
     with io.open_regular(root, parts) as fd:
+        linked = None if consented else _linked_secret(root, os.fstat(fd))
+        if linked is not None:  # linked after the check above: nobody was asked
+            raise WorkspaceError(
+                f"{'/'.join(parts)!r} is now a hard link to {linked!r}, which holds secrets by "
+                "convention; nothing was read. Ask the user for the values you need."
+            )
         if io.is_binary(fd):
             raise WorkspaceError(f"{parts[-1]} is a binary file; it cannot be read as text.")
         first = max(1, start_line)
@@ -418,6 +463,22 @@ def _search_report(matches: list[str], done: dict[str, object] | None, seconds: 
             f"… (skipped {done['secret']} file(s) that hold secrets by convention, such as .env or private "
             "keys; read_file asks the user before reading one)"
         )
+    if done is not None:
+        skipped = [
+            _skipped(done.get("large"), f"file(s) over {_search_worker.MAX_FILE_BYTES // 1_000_000} MB"),
+            _skipped(done.get("binary"), "binary file(s)"),
+        ]
+        if any(skipped):
+            notes.append(f"… (not searched: {'; '.join(s for s in skipped if s)})")
     if done is not None and done.get("deep"):
         notes.append(f"… (folders more than {io.MAX_DEPTH} levels down were not searched)")
     return "\n".join((matches or ["(no matches)"]) + notes)
+
+
+def _skipped(counted: object, what: str) -> str:
+    """What the worker's ``[count, names...]`` says: "3 binary file(s): a.png, b.db, and 1 more"."""
+    if not isinstance(counted, list) or not counted or not counted[0]:
+        return ""
+    count, shown = int(counted[0]), [str(name) for name in counted[1:]]
+    more = f", and {count - len(shown)} more" if count > len(shown) else ""
+    return f"{count} {what}: {', '.join(shown)}{more}"
