@@ -285,3 +285,21 @@ async def test_a_tool_hinted_read_only_and_destructive_asks(tmp_path: Path) -> N
         agent.close()
     assert asked == ["demo__purge"]
     assert "declined" in results(result.messages)[0]
+
+
+async def test_a_malformed_allow_list_leaves_the_server_off_and_says_why(
+    folder: Path, user_home: Path
+) -> None:
+    write_mcp(folder, demo=demo())
+    (user_home / "config.toml").write_text('[mcp]\nallow = ["not-a-digest"]\n')
+    model = ScriptedModel(["ok"])
+    agent = Agent(model=model, workspace=folder, auto_approve=True)
+    seen = events_of(agent)
+    try:
+        result = await agent.run("hi")
+    finally:
+        agent.close()
+    assert result.status == "completed"
+    assert not any(spec.name.startswith("demo__") for spec in model.requests[0].tools)
+    (warning,) = [e for e in seen if isinstance(e, RunWarning)]
+    assert "[mcp] allow must be a list of digests" in warning.message

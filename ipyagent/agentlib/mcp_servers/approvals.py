@@ -46,7 +46,8 @@ def approvals_path() -> Path:
 
 def approved_digests() -> set[str]:
     """The digests approved in the approvals file and allowed in ``config.toml``'s ``[mcp] allow``."""
-    allowed = read_config(config_path()).get("mcp", {}).get("allow", [])
+    table = read_config(config_path()).get("mcp", {})
+    allowed = table.get("allow", []) if isinstance(table, dict) else None
     if not isinstance(allowed, list) or not all(isinstance(d, str) and _DIGEST.fullmatch(d) for d in allowed):
         raise UserError(
             f'In {config_path()}, [mcp] allow must be a list of digests like "sha256:<64 hex digits>".',
