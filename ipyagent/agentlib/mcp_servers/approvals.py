@@ -10,7 +10,9 @@ its :meth:`~.config.ServerConfig.digest`. This module owns:
   ``config.toml`` (``[mcp] allow = ["sha256:..."]``) for a run nobody attends (CI);
 - what a person is shown before approving (:func:`describe`): the file, command and args, cwd,
   the env variables' and headers' names with the variables they expand, secrets masked;
-- how to approve, said where nobody could be asked (:func:`how_to_allow`).
+- the question (:func:`question`, the entry in a verbatim block, every character that could fake
+  a line escaped) and what is said where nobody could be asked (:func:`not_started`,
+  :func:`how_to_allow`).
 
 It decides nothing about when to ask (see :mod:`.servers`).
 """
@@ -21,6 +23,7 @@ import json
 import os
 import re
 import shlex
+import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,12 +34,25 @@ from ..errors import UserError
 from ..redact import MASK, is_secret_header, known_secrets, mask_secrets
 from .config import ServerConfig
 
-__all__ = ["approvals_path", "describe", "how_to_allow", "is_approved", "remember"]
+__all__ = [
+    "approvals_path",
+    "command_line",
+    "describe",
+    "how_to_allow",
+    "is_approved",
+    "not_started",
+    "question",
+    "remember",
+    "visible",
+]
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _SPLIT = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\})")
 #: Words of an ``Authorization`` value that are not the secret.
 _SCHEMES = {"bearer", "basic", "token", "digest"}
+#: Unicode categories shown escaped: control, format (bidi overrides, zero-width), line and
+#: paragraph separators, unassigned and private-use characters.
+_HIDDEN = {"Cc", "Cf", "Zl", "Zp", "Cn", "Co", "Cs"}
 
 
 def approvals_path() -> Path:
@@ -105,17 +121,17 @@ def describe(config: ServerConfig) -> str:
     """What a person reads before approving a folder's entry: every part its digest covers,
     with no secret's value (a ``${VAR}`` is shown as written; a literal value of a secret-looking
     name is masked)."""
-    lines = [f"file: {config.source} (a notebook folder's file, not your own configuration)"]
+    lines = [f"file: {visible(config.source)} (a notebook folder's file, not your own configuration)"]
     if config.command is not None:
-        lines.append(f"command: {_command_or_url(config)}")
-        cwd = config.cwd if config.cwd is not None else "(the kernel's working folder)"
+        lines.append(f"command: {command_line(config)}")
+        cwd = visible(config.cwd) if config.cwd is not None else "(the kernel's working folder)"
         lines.append(f"cwd: {cwd}")
     else:
-        lines.append(f"url: {_command_or_url(config)}")
+        lines.append(f"url: {command_line(config)}")
     handed = config.variables()
     for kind, values in (("env", config.env), ("header", config.headers)):
         for name, value in sorted(values.items()):
-            line = f"{kind}: {name} = {_shown(name, value)}"
+            line = f"{kind}: {visible(name)} = {visible(_shown(name, value))}"
             names = handed.get(f"{kind}:{name}")
             if names:
                 line += f"  (hands over your {', '.join(f'${n}' for n in names)})"
@@ -124,10 +140,25 @@ def describe(config: ServerConfig) -> str:
     return "\n".join(lines)
 
 
-def _command_or_url(config: ServerConfig) -> str:
+def verbatim(text: str) -> str:
+    """``text`` as a markdown block shown as it is (the question is rendered as markdown): fenced
+    with more backticks than any run inside it, so the entry cannot close the block."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def visible(text: str) -> str:
+    """``text`` with what could fake or hide part of a line escaped: line breaks, terminal escapes,
+    other control characters, and invisible format characters (right-to-left overrides,
+    zero-width spaces), which would let an entry show one command and run another."""
+    return "".join(ch if unicodedata.category(ch) not in _HIDDEN else ascii(ch)[1:-1] for ch in text)
+
+
+def command_line(config: ServerConfig) -> str:
     """The command line as a shell would read it (or the URL), any secret in it masked."""
     shown = shlex.join([config.command, *config.args]) if config.command is not None else config.url or ""
-    return mask_secrets(shown, known_secrets(), MASK)
+    return visible(mask_secrets(shown, known_secrets(), MASK))
 
 
 def _shown(name: str, value: str) -> str:
@@ -142,11 +173,35 @@ def _shown(name: str, value: str) -> str:
     return mask_secrets("".join(parts), known_secrets(), MASK)
 
 
+def question(config: ServerConfig) -> str:
+    """The question that enables a folder's entry: where it comes from, and all it covers."""
+    return (
+        f"Enable the MCP server `{config.name}`? It comes from a notebook folder's file, not from your "
+        "own configuration: starting it runs this program as you, handing it what the entry says, and "
+        f"its tools join this conversation.\n{verbatim(describe(config))}\n"
+        "Allow remembers this exact entry (a changed entry is asked about again)."
+    )
+
+
+def not_started(config: ServerConfig) -> str:
+    """Said where nobody could approve a folder's entry; it is what a log shows (a CI run's), so it
+    names the way to allow it on purpose."""
+    return (
+        f"The MCP server {config.name!r} of the folder's file {visible(config.source)} was not started: "
+        "nobody could approve it in this run, and auto_approve never does. To allow this exact entry: "
+        f"{_allow_command(config)} (digest {config.digest()})."
+    )
+
+
+def _allow_command(config: ServerConfig) -> str:
+    return f"python -m ipyagent mcp allow {visible(shlex.quote(config.source))} {config.name}"
+
+
 def how_to_allow(config: ServerConfig) -> str:
     """How a person approves ``config`` (a folder's entry), for where nobody could be asked."""
-    shell = f"python -m ipyagent mcp allow {shlex.quote(config.source)} {config.name}"
+    shell = _allow_command(config)
     return (
-        f"If you trust this entry ({_command_or_url(config)}), approve it once: "
+        f"If you trust this entry ({command_line(config)}), approve it once: "
         f"`%agent mcp allow {config.name}` in a notebook of that folder, or `{shell}` in a shell "
         f"(both show the entry and remember its digest in {approvals_path()}), "
         f'or add it to {config_path()}: [mcp] allow = ["{config.digest()}"]. '

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import shlex
 import threading
 import weakref
 from collections.abc import Mapping
@@ -172,9 +171,9 @@ class McpServers:
             else:
                 state = "stopped"
             transport = "(unusable entry)" if config.problem else config.transport
-            rows.append(
-                ServerStatus(name, transport, config.target, config.source, state, tools, error, approval)
-            )
+            # What a file says is shown as it is: no line break or escape of it can fake a line.
+            target, source = approvals.command_line(config), approvals.visible(config.source)
+            rows.append(ServerStatus(name, transport, target, source, state, tools, error, approval))
         return rows
 
     # -- runs ------------------------------------------------------------------------------------
@@ -241,20 +240,8 @@ class McpServers:
             except UserError as exc:
                 info = exc.info
                 return "its approvals could not be read", _problem(config, info.message, hint=info.hint)
-            question = (
-                f"Enable the MCP server `{config.name}`? It comes from a notebook folder's file, not from "
-                "your own configuration: starting it runs this program as you, handing it what the entry "
-                f"says, and its tools join this conversation.\n{approvals.describe(config)}\n"
-                "Allow remembers this exact entry (a changed entry is asked about again)."
-            )
-            hint = approvals.how_to_allow(config)
-            # The message is what a log shows (a CI run's): it names the way to allow it on purpose.
-            headless = (
-                f"The MCP server {config.name!r} of the folder's file {config.source} was not started: "
-                "nobody could approve it in this run, and auto_approve never does. To allow this exact "
-                f"entry: python -m ipyagent mcp allow {shlex.quote(config.source)} {config.name} "
-                f"(digest {config.digest()})."
-            )
+            question, hint = approvals.question(config), approvals.how_to_allow(config)
+            headless = approvals.not_started(config)
         elif decision == ALLOW or config.trusted or context.auto_approve:
             return None
         else:
