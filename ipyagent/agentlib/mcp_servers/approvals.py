@@ -90,7 +90,8 @@ def remember(config: ServerConfig) -> Path:
     }
     body = json.dumps({"version": 1, "approved": approved}, indent=2, ensure_ascii=False) + "\n"
     with atomic_bytes(path) as out:
-        os.fchmod(out.fileno(), 0o600)  # whose programs may run: nobody else's to read or change
+        if hasattr(os, "fchmod"):  # whose programs may run: nobody else's to read or change
+            os.fchmod(out.fileno(), 0o600)
         out.write(body.encode("utf-8"))
     return path
 
