@@ -11,6 +11,12 @@ error, and the cells after it say they did not run. A last line sums up each not
 non-zero if any notebook failed. ``--record`` records every model request to the notebook's
 cassette (``analysis.cassette.jsonl``) and saves the notebook with its outputs, so that
 ``pytest --nbval`` checks it offline; see docs/regression-testing.md.
+
+    python -m ipyagent mcp list FOLDER                 # the MCP servers a notebook folder names
+    python -m ipyagent mcp allow FOLDER/.mcp.json NAME # approve one (e.g. before a CI run)
+
+A server of a folder's ``.mcp.json`` starts only once a person approved that exact entry (see
+docs/mcp.md); ``mcp allow`` shows the entry and remembers its digest beside your config file.
 """
 
 from __future__ import annotations
@@ -139,6 +145,40 @@ def run(paths: list[Path], *, jobs: int, timeout: int, cassette: Replay, output:
     return 1 if failed else 0
 
 
+def mcp(action: str, path: Path, name: str | None) -> int:
+    """``mcp list PATH`` / ``mcp allow PATH NAME``: a notebook folder's MCP servers, and approving
+    one of them (the folder, or its ``.mcp.json``)."""
+    from .agentlib.errors import UserError
+    from .agentlib.mcp_servers import McpServers
+    from .agentlib.mcp_servers.approvals import describe
+
+    folder = path.parent if path.name == ".mcp.json" else path
+    if not (folder / ".mcp.json").is_file():
+        print(f"There is no .mcp.json in {folder}.", file=sys.stderr)
+        return 2
+    servers = McpServers(workspace=folder)
+    try:
+        found = {k: v for k, v in servers.servers().items() if v.from_folder}
+        if action == "list":
+            rows = [row for row in servers.status() if row.name in found]
+            print("\n".join(str(row) for row in rows) or f"{folder / '.mcp.json'} names no MCP servers.")
+            return 0
+        config = found.get(name or "")
+        if config is None or config.problem:
+            why = config.problem if config is not None else f"it names {', '.join(sorted(found)) or 'none'}"
+            print(f"{folder / '.mcp.json'} has no usable MCP server {name!r}: {why}", file=sys.stderr)
+            return 2
+        servers.allow(config.name)
+        print(f"Approved the MCP server {config.name!r}:\n{describe(config)}")
+        print("It starts in runs of that folder's notebooks (headless, -y included) until the entry changes.")
+        return 0
+    except UserError as exc:
+        print(f"{exc.info.message}\n{exc.info.hint}", file=sys.stderr)
+        return 1
+    finally:
+        servers.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ipyagent", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -174,7 +214,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         const="replay",
         help="answer from each notebook's cassette: offline, no key, no local model",
     )
+    servers = commands.add_parser(
+        "mcp",
+        help="list or approve the MCP servers of a notebook folder's .mcp.json",
+        description="A server of a notebook folder's .mcp.json starts only once a person approved that "
+        "exact entry; `allow` shows the entry and remembers its digest beside your config file.",
+    )
+    actions = servers.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="each server of the folder's file, and whether it is approved")
+    listing.add_argument("path", type=Path, metavar="PATH", help="a notebook folder or its .mcp.json")
+    allowing = actions.add_parser("allow", help="approve one server of the folder's file, as it is now")
+    allowing.add_argument("path", type=Path, metavar="PATH", help="a notebook folder or its .mcp.json")
+    allowing.add_argument("name", metavar="NAME", help="the server's name in the file")
     args = parser.parse_args(argv)
+    if args.command == "mcp":
+        return mcp(args.action, args.path, getattr(args, "name", None))
     missing = [str(p) for p in args.notebooks if not p.exists()]
     if missing:
         parser.error(f"no notebook at {', '.join(missing)}")

@@ -113,7 +113,9 @@ class Agent:
             ``{"time": {"command": "python", "args": ["-m", "mcp_server_time"]}}`` (or ``url`` and
             ``headers``), added to those of the config file and the workspace's ``.mcp.json``; an
             :class:`~ipyagent.agentlib.mcp_servers.McpServers` to share; ``False`` for none. Each
-            server is enabled by the user once (see :mod:`ipyagent.agentlib.mcp_servers`).
+            server is enabled by the user once; one of the workspace's ``.mcp.json`` only by a
+            person's approval of that exact entry, never by ``auto_approve`` (see
+            :mod:`ipyagent.agentlib.mcp_servers`).
         delegate: Offer the model the ``delegate`` tool, which hands a task to a sub-agent with
             some of this agent's tools, its restrictions, what is left of its budget and a
             conversation of its own (saved beside this one's session): ``True``, or a

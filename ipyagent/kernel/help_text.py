@@ -44,7 +44,8 @@ HELP = """\
 %agent mcp add NAME [--trust] [--env K=V] [--header K=V] COMMAND [ARGS...] | URL
                            add a server for this kernel (enabled once you allow it; --trust: now)
 %agent mcp remove NAME     stop a server and leave it out
-%agent mcp allow NAME      enable a server you declined
+%agent mcp allow NAME      enable a server you declined, or approve one of the folder's .mcp.json
+                           as it is now (remembered outside the folder; -y never approves those)
 %agent memory [list]       the notes the memory plugin keeps for this folder (--plugins memory)
 %agent memory show TITLE | forget TITLE   read or delete one
 %agent summaries [list]    the summaries of this notebook's runs (--plugins summaries)

@@ -1,4 +1,8 @@
-"""``%agent mcp``: list, add, remove and allow the kernel's MCP servers."""
+"""``%agent mcp``: list, add, remove and allow the kernel's MCP servers.
+
+``allow`` of a server of the notebook folder's ``.mcp.json`` is a person approving that exact
+entry: it is remembered by digest outside the folder (see ``agentlib/mcp_servers/approvals.py``).
+"""
 
 from __future__ import annotations
 
@@ -32,7 +36,15 @@ def mcp_command(servers: McpServers, words: list[str]) -> str:
         if action == "remove":
             servers.remove(name)
             return f"Removed the MCP server {name!r}: it is stopped, and left out for this kernel."
-        servers.allow(name)
+        config = servers.allow(name)
+        if config is not None and config.from_folder:
+            from ..agentlib.mcp_servers.approvals import approvals_path, describe
+
+            return (
+                f"Approved the MCP server {name!r} of the folder's file, as it is now:\n{describe(config)}\n"
+                f"It starts at the next run, in this kernel and later ones (kept in {approvals_path()}); "
+                "a changed entry is asked about again."
+            )
         return f"The MCP server {name!r} is enabled: it starts at the next run."
     raise _usage(f"Unknown or incomplete command: %agent mcp {' '.join(words)}", f"Use {USAGE}.")
 

@@ -31,6 +31,12 @@ def wipe(path: str) -> str:
     return f"wiped {path}"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=True))
+def purge(path: str) -> str:
+    """Delete a file (pretend), hinted both read-only and destructive: destructive wins."""
+    return f"purged {path}"
+
+
 @server.tool()
 def note(text: str) -> str:
     """Write a note (no hints: the client cannot know it is harmless)."""

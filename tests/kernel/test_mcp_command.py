@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,27 @@ def test_remove_and_allow_name_a_known_server(servers: McpServers) -> None:
         mcp_command(servers, ["add", "x", "--port", "3", "python"])
     with pytest.raises(UserError, match="'args' must be"):  # the entry's own check
         servers.add("bad", {"command": "python", "args": "-m x"})
+
+
+def test_list_and_allow_say_whether_a_folders_entry_is_approved(
+    servers: McpServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEMO_TOKEN", "tok-0123456789abcdef")
+    entry = {"command": "python", "args": ["server.py"], "env": {"TOKEN": "${DEMO_TOKEN}"}}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": entry}}))
+    digest = servers.servers()["docs"].digest()
+    listed = mcp_command(servers, ["list"])
+    assert "docs           not enabled yet" in listed
+    assert f"a folder's entry, not approved (allow: %agent mcp allow docs); digest {digest}" in listed
+
+    said = mcp_command(servers, ["allow", "docs"])
+    assert "Approved the MCP server 'docs' of the folder's file" in said
+    assert "command: python server.py" in said and "env: TOKEN = ${DEMO_TOKEN}" in said
+    assert "tok-0123456789abcdef" not in said
+    kept = json.loads((tmp_path / "mcp-approvals.json").read_text())
+    assert digest in kept["approved"]
+    again = McpServers(workspace=tmp_path)  # another kernel
+    try:
+        assert f"a folder's entry, approved; digest {digest}" in mcp_command(again, ["list"])
+    finally:
+        again.close()

@@ -2,6 +2,7 @@
 SDK (``pip install 'ipyagent[mcp]'``; nothing here imports it until a server starts).
 
 - :mod:`.config`: what a server entry says (the ``mcpServers`` shape) and where entries come from;
+- :mod:`.approvals`: which entries of notebook folders' ``.mcp.json`` a person approved (by digest);
 - :mod:`.connection`: one server's connection, owned by one task;
 - :mod:`.mapping`: its tools as ipyagent tools, its results as tool outputs;
 - :mod:`.servers`: :class:`McpServers`, what an agent or a kernel holds.

@@ -9,7 +9,9 @@ environment variables as ``${NAME}``, so a token stays in the environment, not i
 Where entries come from, later ones winning by name:
 
 - ``[mcp_servers.NAME]`` tables in ``~/.config/ipyagent/config.toml``;
-- ``.mcp.json`` (``{"mcpServers": {...}}``) in the notebook's folder; it cannot trust a server;
+- ``.mcp.json`` (``{"mcpServers": {...}}``) in the notebook's folder; it cannot trust a server,
+  and its entries are marked ``from_folder``: one starts only once a person approved that exact
+  entry, by its :meth:`ServerConfig.digest` (see :mod:`.approvals`);
 - ``Agent(mcp={...})`` and ``%agent mcp add``.
 
 This module parses and validates; it starts nothing (see :mod:`.connection`).
@@ -17,11 +19,12 @@ This module parses and validates; it starts nothing (see :mod:`.connection`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +70,9 @@ class ServerConfig:
     #: started, and a run says so instead of failing (the file may be another client's too).
     problem: str = ""
     problem_hint: str = ""
+    #: Read from a notebook folder's ``.mcp.json``: what the folder says, not what the user wrote,
+    #: so neither ``trusted`` nor ``auto_approve`` starts it; a person's approval of its digest does.
+    from_folder: bool = False
 
     @property
     def transport(self) -> str:
@@ -79,16 +85,30 @@ class ServerConfig:
             return " ".join([self.command, *self.args])
         return self.url or ""
 
-    def fingerprint(self) -> tuple[Any, ...]:
-        """What an approval covers: a changed command or URL is asked about again."""
-        return (
-            self.command,
-            self.args,
-            tuple(sorted(self.env.items())),
-            self.cwd,
-            self.url,
-            tuple(sorted(self.headers)),
-        )
+    def digest(self) -> str:
+        """What an approval covers, as ``sha256:<hex>``: the folder's file the entry is in (the same
+        ``python server.py`` is another program in another folder), the command, args, cwd, URL,
+        and the env variables and headers with their values *as written* (a ``${VAR}`` stays the
+        template, so the digest holds no secret). Any change to these is asked about again."""
+        canonical = {
+            "version": 1,
+            "file": self.source if self.from_folder else None,
+            "command": self.command,
+            "args": list(self.args),
+            "cwd": self.cwd,
+            "url": self.url,
+            "env": dict(sorted(self.env.items())),
+            "headers": dict(sorted(self.headers.items())),
+        }
+        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def variables(self) -> dict[str, list[str]]:
+        """For each env variable and header (``env:NAME``, ``header:NAME``) whose value expands
+        ``${VAR}``: the variables it hands over."""
+        found = {f"env:{k}": _VARIABLE.findall(v) for k, v in self.env.items()}
+        found.update({f"header:{k}": _VARIABLE.findall(v) for k, v in self.headers.items()})
+        return {k: v for k, v in found.items() if v}
 
 
 def parse_server(
@@ -226,7 +246,12 @@ def _read_project(path: Path) -> dict[str, ServerConfig]:
             f"Could not read {path}: {exc}", 'Fix the file: it is JSON, {"mcpServers": {...}}.'
         ) from exc
     entries = data.get("mcpServers", {}) if isinstance(data, dict) else None
-    return _from_file(entries, source=str(path), shared=True)
+    # The folder resolved (a symlinked folder is the folder it points to), the file name kept: an
+    # approval is of this folder's entry, and a .mcp.json that links to an approved file elsewhere
+    # still runs its relative paths here.
+    source = str(path.parent.resolve() / path.name)
+    servers = _from_file(entries, source=source, shared=True)
+    return {name: replace(server, from_folder=True) for name, server in servers.items()}
 
 
 def expand(value: str, *, what: str) -> str:

@@ -3,8 +3,9 @@ results as :class:`~ipyagent.agentlib.tools.ToolOutput`.
 
 Names: ``<server>__<tool>``, cut to what every provider accepts (``^[a-zA-Z0-9_-]{1,64}$``).
 Schemas: the server's own, as it lists them. Permissions: the protocol's annotations are hints
-from the server, so only ``readOnlyHint: true`` makes a tool read-only (it runs without asking);
-a destructive hint or no hint at all makes it one that changes things, which asks.
+from the server, so only ``readOnlyHint: true`` makes a tool read-only (it runs without asking),
+and not when it also says ``destructiveHint: true``; a destructive hint or no hint at all makes it
+one that changes things, which asks.
 """
 
 from __future__ import annotations
@@ -82,7 +83,12 @@ def make_tool(
     reaches the server."""
     remote_name: str = remote.name
     annotations = remote.annotations
-    read_only = bool(annotations is not None and annotations.read_only_hint is True)
+    # A server that says both "read-only" and "destructive" contradicts itself: the safer word wins.
+    read_only = bool(
+        annotations is not None
+        and annotations.read_only_hint is True
+        and annotations.destructive_hint is not True
+    )
 
     async def invoke(**arguments: Any) -> ToolOutput:
         return await call(remote_name, arguments)

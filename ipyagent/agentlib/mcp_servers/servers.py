@@ -3,9 +3,12 @@ ones the user enabled, and their connections, kept alive across runs.
 
 Each run asks :meth:`McpServers.tools_for_run` for the servers' tools. A server is started on
 the first run that needs it, after the user enabled it: a question asked once (an answer holds
-until the server's command or URL changes), skipped for a server marked ``trusted`` and for a
-run that may change things without asking; a run nobody can answer (headless) leaves it off and
-says how to enable it. The connections live on a loop of their own (one thread per
+until the entry changes). For a server the user configured (the config file, code, ``%agent mcp
+add``) the question is skipped when it is marked ``trusted`` and in a run that may change things
+without asking. A server of a notebook folder's ``.mcp.json`` is what the folder says, so neither
+skips it: it starts once a person approved that exact entry, remembered by digest outside the
+folder (:mod:`.approvals`). A run nobody can answer (headless) leaves a server off and says how
+to enable it. The connections live on a loop of their own (one thread per
 :class:`McpServers`), so whichever loop a run is on (the kernel's worker loop, ``asyncio.run``
 of ``run_sync``), a server outlives it, and a call is one hop to that loop and back.
 """
@@ -27,6 +30,7 @@ from ..config_file import config_path
 from ..errors import ErrorInfo, UserError
 from ..tool_sources import SourceContext, SourcedTools
 from ..tools import Tool, ToolOutput
+from . import approvals
 from .config import ServerConfig, configured_servers, parse_server, parse_servers
 from .connection import Connection, ServerGone, require_sdk
 from .mapping import make_tool, result_output, tool_name
@@ -50,11 +54,15 @@ class ServerStatus:
     state: str
     tools: tuple[str, ...] = ()
     error: str = ""
+    #: For a server of a folder's file: whether a person approved this entry, and its digest.
+    approval: str = ""
 
     def __str__(self) -> str:
         detail = f" ({len(self.tools)} tools)" if self.state == "running" else ""
         where = f"  {self.transport}: {self.target}  [{self.source}]"
         lines = [f"{self.name:<14} {self.state}{detail}", where]
+        if self.approval:
+            lines.append(f"  {self.approval}")
         if self.tools:
             lines.append(f"  tools: {', '.join(self.tools)}")
         if self.error:
@@ -86,7 +94,7 @@ class McpServers:
         self._lock = threading.Lock()
         #: Names removed with :meth:`remove`: hidden even when a file configures them.
         self._removed: set[str] = set()
-        self._decided: dict[str, tuple[str, tuple[Any, ...]]] = {}  # name -> (ALLOW|DENY, fingerprint)
+        self._decided: dict[str, tuple[str, str]] = {}  # name -> (ALLOW|DENY, the entry's digest)
         self._connections: dict[str, Connection] = {}
         self._loop = BackgroundLoop("ipyagent-mcp")
 
@@ -120,12 +128,17 @@ class McpServers:
         self._drop_connection(name)
         return known
 
-    def allow(self, name: str) -> None:
-        """Enable server ``name`` without asking (this object's lifetime; e.g. after a denial)."""
+    def allow(self, name: str) -> ServerConfig | None:
+        """Enable server ``name`` without asking (this object's lifetime; e.g. after a denial).
+        A server of a folder's file is a person's approval of that exact entry: it is remembered
+        outside the folder (:func:`.approvals.remember`), for later kernels too."""
         config = self.servers().get(name)
         if config is not None:
+            if config.from_folder and not config.problem:
+                approvals.remember(config)
             with self._lock:
-                self._decided[name] = (ALLOW, config.fingerprint())
+                self._decided[name] = (ALLOW, config.digest())
+        return config
 
     def status(self) -> list[ServerStatus]:
         """Each server's state, for ``%agent mcp list``."""
@@ -133,7 +146,15 @@ class McpServers:
         for name, config in sorted(self.servers().items()):
             connection = self._connections.get(name)
             decision = self._decision(config)
-            error = ""
+            error = approval = ""
+            approved = False
+            if config.from_folder and not config.problem:
+                try:
+                    approved = approvals.is_approved(config)
+                except UserError as exc:
+                    error = f"{exc.info.message} {exc.info.hint}"
+                word = "approved" if approved else f"not approved (allow: %agent mcp allow {name})"
+                approval = f"a folder's entry, {word}; digest {config.digest()}"
             tools: tuple[str, ...] = ()
             if config.problem:
                 state, error = "invalid", f"{config.problem} {config.problem_hint}"
@@ -145,12 +166,14 @@ class McpServers:
                 tools = tuple(tool_name(name, t.name) for t in connection.tools)
             elif decision == DENY:
                 state = "denied"
-            elif decision is None and not config.trusted:
+            elif decision is None and not (config.trusted or (config.from_folder and approved)):
                 state = "not enabled yet"
             else:
                 state = "stopped"
             transport = "(unusable entry)" if config.problem else config.transport
-            rows.append(ServerStatus(name, transport, config.target, config.source, state, tools, error))
+            # What a file says is shown as it is: no line break or escape of it can fake a line.
+            target, source = approvals.command_line(config), approvals.visible(config.source)
+            rows.append(ServerStatus(name, transport, target, source, state, tools, error, approval))
         return rows
 
     # -- runs ------------------------------------------------------------------------------------
@@ -207,28 +230,40 @@ class McpServers:
         """None when ``config`` may start; else what the model is told and the user's warning
         (:data:`_DECLINED_BEFORE`: nothing, both heard it when the user declined)."""
         decision = self._decision(config)
-        if decision == ALLOW or (decision is None and (config.trusted or context.auto_approve)):
-            return None
-        how = (
-            f"to enable it without asking, set trusted = true in [mcp_servers.{config.name}] of "
-            f"{config_path()} (or in Agent(mcp=...)), or run with auto_approve=True (%%agent -y)"
-        )
         if decision == DENY:
             return _DECLINED_BEFORE
-        answer = await context.ask(
-            f"Enable the MCP server `{config.name}`? It runs `{config.target}` (from {config.source}), "
-            "and its tools join this conversation.",
-            [ALLOW, DENY],
-        )
-        if answer is None:  # nobody could answer: asked again when someone can
-            return "nobody could approve it in this run", _problem(
-                config,
-                f"The MCP server {config.name!r} was not enabled: nobody could approve it in this run.",
-                hint=how[0].upper() + how[1:] + ".",
+        if config.from_folder:
+            # What the folder says: only a person's approval of this exact entry starts it.
+            try:
+                if decision == ALLOW or approvals.is_approved(config):
+                    return None
+            except UserError as exc:
+                info = exc.info
+                return "its approvals could not be read", _problem(config, info.message, hint=info.hint)
+            question, hint = approvals.question(config), approvals.how_to_allow(config)
+            headless = approvals.not_started(config)
+        elif decision == ALLOW or config.trusted or context.auto_approve:
+            return None
+        else:
+            question = (
+                f"Enable the MCP server `{config.name}`? It runs `{config.target}` (from {config.source}), "
+                "and its tools join this conversation."
             )
+            hint = (
+                f"To enable it without asking, set trusted = true in [mcp_servers.{config.name}] of "
+                f"{config_path()} (or in Agent(mcp=...)), or run with auto_approve=True (%%agent -y)."
+            )
+            headless = f"The MCP server {config.name!r} was not enabled: nobody could approve it in this run."
+        answer = await context.ask(question, [ALLOW, DENY])
+        if answer is None:  # nobody could answer: asked again when someone can
+            return "nobody could approve it in this run", _problem(config, headless, hint=hint)
         allowed = answer.strip().lower() in ("allow", "yes", "y", "always")
+        if allowed and config.from_folder:
+            # Not kept (a read-only home, say): the answer still holds for this object's life.
+            with contextlib.suppress(OSError, UserError):
+                approvals.remember(config)
         with self._lock:
-            self._decided[config.name] = (ALLOW if allowed else DENY, config.fingerprint())
+            self._decided[config.name] = (ALLOW if allowed else DENY, config.digest())
         if allowed:
             return None
         return "the user declined it", _problem(
@@ -240,7 +275,7 @@ class McpServers:
     def _decision(self, config: ServerConfig) -> str | None:
         with self._lock:
             decided = self._decided.get(config.name)
-        if decided is None or decided[1] != config.fingerprint():
+        if decided is None or decided[1] != config.digest():
             return None
         return decided[0]
 
