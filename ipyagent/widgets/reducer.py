@@ -29,6 +29,7 @@ from .view_state import (
     ToolStatus,
     TopFields,
     ViewState,
+    WarningBlock,
     new_state,
 )
 
@@ -268,7 +269,10 @@ class ViewReducer:
                 permission=False,
             )
         elif isinstance(event, ev.PermissionRequired):
-            self._set(event.call_id, status="waiting", permission=True)
+            if event.warning:
+                self._set(event.call_id, status="waiting", permission=True, caution=event.warning)
+            else:
+                self._set(event.call_id, status="waiting", permission=True)
         elif isinstance(event, ev.PermissionResolved):
             if event.decision == "deny":
                 self._denied.add(event.call_id)
@@ -303,7 +307,11 @@ class ViewReducer:
             }
             self._set(event.call_id, child=child)
         elif isinstance(event, ev.RunWarning):
-            self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
+            block_id = f"w{len(self.state['blocks'])}"
+            warning: WarningBlock = {"id": block_id, "kind": "warning", "text": event.message}
+            if event.hint:
+                warning["hint"] = event.hint
+            self._add(warning)
         elif isinstance(event, ev.RequestError):
             if event.will_retry:  # the failed attempt's output is discarded, as the agent does
                 for block_id in self._attempt:

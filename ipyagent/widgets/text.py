@@ -76,7 +76,8 @@ def _block_plain(block: Block) -> str:
     if block["kind"] == "question":
         return f"? {block['question']} → {block['answer']}"
     if block["kind"] == "warning":
-        return f"⚠ {block['text']}"
+        hint = f"\n  Hint: {block['hint']}" if block.get("hint") else ""
+        return f"⚠ {block['text']}{hint}"
     if block["kind"] == "error":
         hint = f"\n  Hint: {block['hint']}" if block["hint"] else ""
         return f"✗ {block['message']}{hint}"

@@ -114,6 +114,9 @@ class ToolBlock(TypedDict):
     result: str | None
     display: list[MimeBundle] | None  # what the tool showed the user (image/png, text/html, ...)
     permission: bool  # true while a decision is awaited
+    #: Why this call is asked even under auto-approve (it would change a control file such as
+    #: ``.mcp.json``); shown with the question, which then offers no "Always".
+    caution: NotRequired[str]
     child: NotRequired[SubagentView | None]  # a delegate call's sub-agent, once it started
 
 
@@ -143,6 +146,7 @@ class WarningBlock(TypedDict):
     kind: Literal["warning"]
     parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     text: str
+    hint: NotRequired[str]  # what to do about it, when the warning says
 
 
 class AttachmentBlock(TypedDict):
@@ -189,6 +193,7 @@ class BlockFields(TypedDict, total=False):
     result: str | None
     display: list[MimeBundle] | None
     permission: bool
+    caution: str
     answer: str | None
     child: SubagentView | None
 

@@ -278,10 +278,18 @@ function renderPermission(container, b, busy, ctx) {
       text,
       on: { click: () => ctx.act({ action: "permission", id: b.id, decision }, key, b.id) },
     });
+  // A call that would change a control file is asked every time, so "Always" would promise
+  // what the agent does not do: it is not offered, and the reason is shown with the question.
+  const caution = b.caution
+    ? [h("div", { class: "ipyagent-permission-caution", role: "alert", text: b.caution })]
+    : [];
   container.replaceChildren(
+    ...caution,
     h("span", { class: "ipyagent-permission-text", text: `Allow ${b.name ?? "this tool"} to run?` }),
     choice("allow", "Allow once", "Run this call"),
-    choice("always", "Always", `Allow ${b.name ?? "this tool"} for the rest of the session`),
+    ...(b.caution
+      ? []
+      : [choice("always", "Always", `Allow ${b.name ?? "this tool"} for the rest of the session`)]),
     choice("deny", "Deny", "Do not run it; the model is told it was denied"),
   );
 }
@@ -441,13 +449,21 @@ function attachmentBlock() {
 
 function warningBlock() {
   const text = h("span", { class: "ipyagent-warning-text" });
+  const hint = h("div", { class: "ipyagent-warning-hint" });
   const el = h(
     "div",
     { class: "ipyagent-warning", role: "status" },
     h("span", { class: "ipyagent-icon", text: "⚠" }),
-    text,
+    h("div", {}, text, hint),
   );
-  return { el, update: (b) => setText(text, b.text) };
+  return {
+    el,
+    update(b) {
+      setText(text, b.text);
+      setText(hint, b.hint ?? "");
+      hint.hidden = !b.hint;
+    },
+  };
 }
 
 function errorBlock() {

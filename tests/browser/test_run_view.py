@@ -91,3 +91,28 @@ def test_stop_cancels_a_running_cell(page: Any, lab: Lab) -> None:
     assert time.monotonic() - started < 5
     assert 0 < text_length(page) < len("tick " * 3000)
     screenshot(page, "stop", "cancelled")
+
+
+def test_a_control_file_question_says_what_the_file_is_and_offers_no_always(page: Any, lab: Lab) -> None:
+    plant = """
+from ipyagent.testing import ScriptedModel, tool_call
+m = ScriptedModel([tool_call("write_file", {"path": ".mcp.json", "content": "{}"}), "Done."])
+"""
+    name = write_notebook(
+        lab, "control.ipynb", ["%load_ext ipyagent", plant, "%%agent -m m -y --tools files\nPlant it."]
+    )
+    open_notebook(page, lab, name)
+    run_all(page)
+
+    # Under -y the write is still asked about; the question names the file and what it does.
+    deny = page.locator("button[data-action=deny]").first
+    deny.wait_for(state="visible", timeout=60_000)
+    caution = page.locator(".ipyagent-permission-caution").first
+    assert ".mcp.json" in caution.inner_text()
+    assert "programs" in caution.inner_text()
+    assert page.locator("button[data-action=always]").count() == 0
+    screenshot(page, "run_view", "control-file-question")
+    deny.click()
+    wait_cell_done(page, 2)
+    page.locator(".ipyagent-block[data-kind=tool][data-status=denied]").first.wait_for(timeout=10_000)
+    assert not (lab.root / ".mcp.json").exists()

@@ -267,3 +267,33 @@ def test_the_history_is_apart_from_the_state_and_a_new_conversation_clears_both(
     reducer.add_user("more")
     reducer.clear()
     assert reducer.history == [] and reducer.state["blocks"] == []
+
+
+async def test_a_control_file_question_carries_its_caution_and_a_warning_its_hint(tmp_path: Any) -> None:
+    from dataclasses import replace
+
+    from ipyagent.agentlib.control_files import Subject
+
+    def subjects(arguments: dict[str, Any]) -> list[Subject]:
+        return [Subject(tmp_path / str(arguments["text"]), tmp_path)]
+
+    planting = replace(write, subjects=subjects)
+    model = ScriptedModel([tool_call("write", {"text": ".mcp.json"}), "done"])
+    agent = Agent(model=model, tools=[planting], auto_approve=True)
+    reducer = ViewReducer()
+    asked: list[dict[str, Any]] = []
+
+    def on_event(event: Any) -> None:
+        reducer.feed(event)
+        if event.type == "permission_required":
+            asked.append(dict(reducer.state["blocks"][-1]))
+
+    agent.on("permission_required", lambda e: agent.resolve_permission(e.call_id, "deny"))
+    agent.on("*", on_event)
+    reducer.feed(ev.RunWarning(code="demo", message="Something was skipped.", hint="Allow it with X."))
+    await agent.run("plant it")
+    assert len(asked) == 1, "a control file is asked about even under auto-approve"
+    assert ".mcp.json" in asked[0]["caution"] and "programs" in asked[0]["caution"]
+    warning = next(b for b in reducer.state["blocks"] if b["kind"] == "warning")
+    assert warning["hint"] == "Allow it with X."
+    assert "Hint: Allow it with X." in plain_text(reducer.state)
