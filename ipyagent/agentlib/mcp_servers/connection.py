@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import tempfile
 from typing import Any, Literal
 
@@ -157,22 +158,32 @@ class Connection:
         info = Implementation(name="ipyagent", version=__version__)
         config = self.config
         if config.command is not None:
-            from mcp.client.stdio import StdioServerParameters
-
             # The server's stderr goes to a file: read back in its error message when it fails,
             # and kept out of the notebook (a kernel's stderr is a cell's output).
             # Kept open after the server ends, to be read; closed at the next start or stop.
             self._close_stderr()
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
             what = f"MCP server {config.name!r}"
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env={k: expand(v, what=f"{what}'s env {k}") for k, v in config.env.items()} or None,
-                cwd=config.cwd,
-            )
-            from mcp.client.stdio import stdio_client
+            env = {k: expand(v, what=f"{what}'s env {k}") for k, v in config.env.items()}
+            if os.name == "posix":  # our transport: bounded reads, no process left behind
+                from mcp.client.stdio import get_default_environment
 
+                from .stdio import StdioServer, stdio_transport
+
+                server = StdioServer(
+                    name=config.name,
+                    command=config.command,
+                    args=config.args,
+                    env=get_default_environment() | env,
+                    cwd=config.cwd,
+                    max_bytes=config.max_result_bytes,
+                )
+                return Client(stdio_transport(server, errlog=self._stderr), client_info=info)
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=env or None, cwd=config.cwd
+            )
             return Client(stdio_client(params, errlog=self._stderr), client_info=info)
         import httpx2  # the HTTP client the SDK is built on
         from mcp.client.streamable_http import streamable_http_client
