@@ -57,7 +57,7 @@ grandchild: subprocess.Popen[bytes] | None = None
 
 def send(message_id: Any, result: dict[str, Any]) -> None:
     if "garbage" in FLAGS:
-        sys.stdout.buffer.write(b"this is not json-rpc\n{\"half\": \n")
+        sys.stdout.buffer.write(b'this is not json-rpc\n{"half": \n')
     body = json.dumps(result)
     if "id-last" in FLAGS:
         line = f'{{"jsonrpc":"2.0","result":{body},"id":{json.dumps(message_id)}}}\n'

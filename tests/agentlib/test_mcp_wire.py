@@ -84,7 +84,7 @@ def test_max_result_bytes_is_validated() -> None:
 
 async def test_an_image_over_the_attachment_cap_is_left_out_and_said(tmp_path: Path) -> None:
     server = raw(max_result_bytes=20_000_000)
-    result, model = await run_calls(
+    result, _ = await run_calls(
         tmp_path, server, tool_call("raw__image", {"size": 6_000_000}), tool_call("raw__image", {"size": 100})
     )
     big, small = [r for m in result.messages for r in m.tool_results]

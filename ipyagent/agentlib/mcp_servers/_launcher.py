@@ -20,6 +20,7 @@ launcher being SIGKILLed itself (then what is below it goes to init).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -95,10 +96,8 @@ def _end_all(me: int) -> None:
         hard = time.monotonic() - started >= _TERM_GRACE
         for pid in below:
             if hard or pid not in sent_term:
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL if hard else signal.SIGTERM)
-                except OSError:
-                    pass
                 sent_term.add(pid)
         _reap(-1)
         time.sleep(0.01)

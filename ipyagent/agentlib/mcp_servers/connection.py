@@ -97,6 +97,9 @@ class Connection:
         try:
             await asyncio.wait_for(asyncio.shield(ready), timeout)
         except asyncio.TimeoutError:
+            # Nobody waits for `ready` any more: settled now, the owner task's end cannot leave an
+            # exception in it that is never retrieved (printed into a later cell at GC).
+            ready.cancel()
             await self._finish_task(cancel=True)
             self._fail(f"it did not start within {timeout:g} s (startup_timeout)")
         except Exception as exc:
@@ -129,10 +132,14 @@ class Connection:
     # -- the owner task --------------------------------------------------------------------------
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        # The tools' arguments are checked with jsonschema on the caller's loop (the kernel's);
+        # its first import takes seconds (its format checkers), so it is done here, on a thread.
+        schema_checks = asyncio.ensure_future(asyncio.to_thread(_import_jsonschema))
         try:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(await self._client_for(stack))
                 self.tools = await _list_tools(client)
+                await schema_checks
                 self._client = client
                 self.state = "running"
                 ready.set_result(None)
@@ -247,6 +254,11 @@ async def _list_tools(client: Any) -> list[Any]:
         if cursor is None:
             break
     return tools
+
+
+def _import_jsonschema() -> None:
+    with contextlib.suppress(ImportError):  # installed with the SDK; without it nothing is checked
+        import jsonschema  # noqa: F401
 
 
 def _connection_lost(exc: BaseException) -> bool:

@@ -73,11 +73,8 @@ async def stdio_transport(server: StdioServer, *, errlog: IO[str]) -> AsyncItera
     reads and writes. Leaving ends the server and everything it started."""
     from mcp.shared.message import SessionMessage
 
-    executable = shutil.which(server.command, path=server.env.get("PATH"))
-    if executable is None or (os.sep in server.command and not os.path.exists(server.command)):
-        raise FileNotFoundError(2, "No such file or directory", server.command)
     process = await anyio.open_process(
-        [sys.executable, "-I", "-S", str(LAUNCHER), str(os.getpid()), executable, *server.args],
+        [sys.executable, "-I", "-S", str(LAUNCHER), str(os.getpid()), _executable(server), *server.args],
         env=server.env,
         stderr=errlog,
         cwd=server.cwd,
@@ -140,9 +137,17 @@ async def _stop(process: anyio.abc.Process) -> None:
             close()
 
 
+def _executable(server: StdioServer) -> str:
+    """The server's program, found on its PATH here: the launcher would only see it fail."""
+    found = shutil.which(server.command, path=server.env.get("PATH"))
+    if found is None:
+        raise FileNotFoundError(2, "No such file or directory", server.command)
+    return found
+
+
 async def _exited(process: anyio.abc.Process) -> None:
     # Not process.wait(): it also waits for the pipes' end, which a survivor may hold.
-    while process.returncode is None:
+    while process.returncode is None:  # noqa: ASYNC110 - nothing signals the exit but the poll
         await anyio.sleep(0.01)
 
 
@@ -224,7 +229,10 @@ class _Framing:
                 "a page of the data), or ask the user to raise max_result_bytes for this server.]"
             )
             text = _leading_text(bytes(self.line))
-            result = {"content": [{"type": "text", "text": f"{note}\n{text}" if text else note}], "isError": True}
+            result = {
+                "content": [{"type": "text", "text": f"{note}\n{text}" if text else note}],
+                "isError": True,
+            }
             data: dict[str, Any] = {"jsonrpc": "2.0", "id": json.loads(key), "result": result}
         else:
             message = f"The MCP server's answer to {method} was {what}."
