@@ -2,6 +2,7 @@
 tests control exactly what it sends and how it behaves.
 
     python mcp_raw_server.py [FLAG ...]
+    python mcp_raw_server.py http PORT     answers JSON (not event streams) on 127.0.0.1:PORT/mcp
 
 Flags:
 
@@ -18,6 +19,7 @@ Tools: ``big(size)`` answers ``size`` bytes of text (``"x"`` repeated, the last 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -53,6 +55,25 @@ if "hostile" in FLAGS:
     TOOLS.append({"name": "hostile", "description": HOSTILE, "inputSchema": {"type": "object"}})
 
 grandchild: subprocess.Popen[bytes] | None = None
+
+
+def answer(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The result for a request (None for a notification)."""
+    method, message_id = message.get("method"), message.get("id")
+    if message_id is None:
+        return None
+    params = message.get("params") or {}
+    if method == "initialize":
+        return {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw", "version": "1"},
+        }
+    if method == "tools/list":
+        return {"tools": TOOLS}
+    if method == "tools/call":
+        return call(params["name"], params.get("arguments") or {})
+    return {}
 
 
 def send(message_id: Any, result: dict[str, Any]) -> None:
@@ -93,25 +114,9 @@ def main() -> None:
         )  # fmt: skip
     for raw in sys.stdin.buffer:
         message = json.loads(raw)
-        method, message_id = message.get("method"), message.get("id")
-        if message_id is None:
-            continue  # a notification
-        params = message.get("params") or {}
-        if method == "initialize":
-            send(
-                message_id,
-                {
-                    "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "raw", "version": "1"},
-                },
-            )
-        elif method == "tools/list":
-            send(message_id, {"tools": TOOLS})
-        elif method == "tools/call":
-            send(message_id, call(params["name"], params.get("arguments") or {}))
-        else:
-            send(message_id, {})
+        result = answer(message)
+        if result is not None:
+            send(message["id"], result)
     if "stubborn" in FLAGS:  # stdin ended: stay anyway
         forever = threading.Event()
         while True:
@@ -119,5 +124,39 @@ def main() -> None:
             time.sleep(0)
 
 
+def serve_http(port: int) -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            result = answer(message)
+            if result is None:
+                self.send_response(202)
+                self.end_headers()
+                return
+            body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(body)  # the client may stop reading: that is what a cut is
+
+        def do_GET(self) -> None:
+            self.send_response(405)
+            self.end_headers()
+
+        do_DELETE = do_GET
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["http"]:
+        serve_http(int(sys.argv[2]))
+    else:
+        main()

@@ -8,8 +8,11 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +76,40 @@ async def test_max_result_bytes_is_set_per_server(tmp_path: Path) -> None:
     small, cut, after = results(result.messages)
     assert small == "x" * 999 + "!" and after == "x" * 29 + "!"
     assert "max_result_bytes" in cut and len(cut) < 6_000
+
+
+@pytest.fixture
+def raw_http() -> Iterator[str]:
+    """The raw server over HTTP, answering JSON: its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(RAW), "http", str(port)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until it listens
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.kill()
+        server.wait()
+
+
+async def test_a_json_answer_of_an_http_server_is_cut_too(tmp_path: Path, raw_http: str) -> None:
+    entry = {"url": raw_http, "trusted": True, "timeout": 60, "max_result_bytes": 5_000}
+    result, _ = await run_calls(
+        tmp_path,
+        entry,
+        tool_call("raw__big", {"size": 1_000}),
+        tool_call("raw__big", {"size": 20_000_000}),
+        tool_call("raw__big", {"size": 30}),
+    )
+    small, cut, after = results(result.messages)
+    assert small == "x" * 999 + "!" and after == "x" * 29 + "!"
+    assert "more than its limit of 5,000 bytes" in cut and "xxxx" in cut and len(cut) < 6_000
 
 
 def test_max_result_bytes_is_validated() -> None:

@@ -200,9 +200,18 @@ class Connection:
         }
         # The SDK's own defaults: a server may hold a response stream open for minutes.
         timeout = httpx2.Timeout(30.0, read=300.0)
-        http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
+        # A JSON answer is cut at max_result_bytes by our transport, an event stream's events by the SDK.
+        from .capped import CappedTransport
+
+        transport = CappedTransport(httpx2.AsyncHTTPTransport(), config.max_result_bytes)
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, timeout=timeout, transport=transport)
+        )
         assert config.url is not None
-        return Client(streamable_http_client(config.url, http_client=http), client_info=info)
+        cap = config.max_result_bytes
+        return Client(
+            streamable_http_client(config.url, http_client=http, max_sse_event_size=cap), client_info=info
+        )
 
     async def _finish_task(self, *, cancel: bool = False) -> None:
         task, self._task = self._task, None

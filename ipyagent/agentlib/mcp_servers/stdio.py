@@ -35,6 +35,7 @@ from typing import IO, Any
 import anyio
 import anyio.abc
 
+from .capped import cut_answer
 from .config import DEFAULT_MAX_RESULT_BYTES
 
 __all__ = ["StdioServer", "stdio_transport"]
@@ -52,7 +53,6 @@ _CHUNK = 1 << 16
 _TAIL = 4096
 _ID_FIRST = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _ID_LAST = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
-_TEXT = re.compile(rb'"text"\s*:\s*"')
 
 
 @dataclass(frozen=True)
@@ -222,21 +222,7 @@ class _Framing:
         if key is None or method is None:
             self._warn(f"sent a message of {what}; it was dropped")
             return None
-        if method == "tools/call":
-            note = (
-                f"[The server's answer was {what}. It was cut while it was read: the text below is "
-                "its beginning, and the rest was not kept. Ask the tool for less (a narrower query, "
-                "a page of the data), or ask the user to raise max_result_bytes for this server.]"
-            )
-            text = _leading_text(bytes(self.line))
-            result = {
-                "content": [{"type": "text", "text": f"{note}\n{text}" if text else note}],
-                "isError": True,
-            }
-            data: dict[str, Any] = {"jsonrpc": "2.0", "id": json.loads(key), "result": result}
-        else:
-            message = f"The MCP server's answer to {method} was {what}."
-            data = {"jsonrpc": "2.0", "id": json.loads(key), "error": {"code": -32603, "message": message}}
+        data = cut_answer(json.loads(key), method, bytes(self.line), what)
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(data, by_name=False))
 
     def _warn(self, what: str) -> None:
@@ -244,19 +230,3 @@ class _Framing:
         if not self.warned:
             self.warned = True
             logger.warning("The MCP server `%s` %s.", self.server.name, what)
-
-
-def _leading_text(head: bytes) -> str:
-    """The first text content of a result cut at ``head``'s end, as far as it goes."""
-    found = _TEXT.search(head)
-    if found is None:
-        return ""
-    body = head[found.end() :].decode("utf-8", errors="ignore")
-    closing = re.search(r'(?<!\\)(?:\\\\)*"', body)  # the string may end before the cut
-    if closing is not None:
-        body = body[: closing.end() - 1]
-    for trim in range(7):  # an escape (\n, \uXXXX) the cut split in two
-        with suppress(ValueError):
-            text: str = json.loads(f'"{body[: len(body) - trim]}"')
-            return text
-    return ""
