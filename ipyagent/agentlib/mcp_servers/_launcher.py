@@ -14,8 +14,12 @@ between the kernel and the server:
 
 The server inherits stdin, stdout and stderr; the launcher closes its own copies, so the pipes
 end when the server's side does. Not covered: a process that leaves the tree by other means
-than orphaning (a ``ptrace``-d or ``PR_SET_CHILD_SUBREAPER`` process of its own), and the
-launcher being SIGKILLed itself (then what is below it goes to init).
+than orphaning (a subreaper of its own below the launcher keeps its orphans, and they are found
+through it; a process started through another service, such as ``systemd-run`` or a D-Bus
+activation, is that service's child, not the server's), and the launcher being SIGKILLed itself
+(what is below it then goes to init). Elsewhere than Linux there is no subreaper nor parent-death
+signal: the launcher sees the kernel's death within a second, and ends what is still below it
+(``ps``); a daemon that left the tree is not found.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -105,12 +110,32 @@ def _end_all(me: int) -> None:
 
 
 def _below(root: int) -> list[int]:
-    """The live processes below ``root``, from /proc (zombies are reaped, not killed)."""
+    """The live processes below ``root`` (zombies are reaped, not killed)."""
     children: dict[int, list[int]] = {}
+    for pid, parent in _processes():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _processes() -> list[tuple[int, int]]:
+    """(pid, parent pid) of every live process: from /proc, or from ``ps`` where there is none."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
+        entries = []
+    if "self" not in entries:  # macOS, the BSDs
+        try:
+            out = subprocess.run(["ps", "-axo", "pid=,ppid=,stat="], capture_output=True, text=True).stdout
+        except OSError:
+            return []
+        rows = [line.split() for line in out.splitlines()]
+        return [(int(r[0]), int(r[1])) for r in rows if len(r) == 3 and not r[2].startswith("Z")]
+    found = []
     for name in entries:
         if not name.isdigit():
             continue
@@ -120,12 +145,7 @@ def _below(root: int) -> list[int]:
         except OSError:
             continue
         if fields[0] != b"Z":
-            children.setdefault(int(fields[1]), []).append(int(name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
+            found.append((int(name), int(fields[1])))
     return found
 
 

@@ -52,6 +52,7 @@ _CHUNK = 1 << 16
 #: The end of an over-long line kept, to find the id of the response it is.
 _TAIL = 4096
 _ID_FIRST = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+_REQUEST_FIRST = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"method"')
 _ID_LAST = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
 
 
@@ -215,7 +216,7 @@ class _Framing:
 
         found = _ID_FIRST.search(self.line) or _ID_LAST.search(self.tail)
         key = found.group(1).decode() if found else None
-        if key is None and len(self.pending) == 1:
+        if key is None and len(self.pending) == 1 and not _REQUEST_FIRST.match(self.line):
             key = next(iter(self.pending))
         method = self.pending.pop(key, None) if key is not None else None
         what = f"{self.size:,} bytes, more than its limit of {self.server.max_bytes:,} (max_result_bytes)"
