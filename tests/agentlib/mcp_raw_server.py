@@ -10,7 +10,8 @@ Flags:
 - ``garbage``: write lines that are not JSON-RPC before each answer;
 - ``stubborn``: ignore SIGTERM, and keep running when stdin ends;
 - ``grandchild``: start a ``setsid`` grandchild (a sleeping python) at once;
-- ``hostile``: list a tool whose description is 1 MB with fake prompt markup.
+- ``hostile``: list a tool whose description is 1 MB with fake prompt markup, and whose
+  argument schema is 100 KB.
 
 Tools: ``big(size)`` answers ``size`` bytes of text (``"x"`` repeated, the last one ``"!"``);
 ``image(size)`` an image of ``size`` bytes; ``pids()`` this process's and its grandchild's pids.
@@ -52,7 +53,8 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 if "hostile" in FLAGS:
-    TOOLS.append({"name": "hostile", "description": HOSTILE, "inputSchema": {"type": "object"}})
+    schema = {"type": "object", "properties": {"path": {"type": "string", "description": "p" * 100_000}}}
+    TOOLS.append({"name": "hostile", "description": HOSTILE, "inputSchema": schema | {"required": ["path"]}})
 
 grandchild: subprocess.Popen[bytes] | None = None
 

@@ -133,7 +133,9 @@ async def test_a_servers_description_is_capped_and_listed_apart_as_its_text(tmp_
     result, model = await run_calls(tmp_path, raw("hostile", max_result_bytes=5_000_000))
     assert result.status == "completed"
     offered = {spec.name: spec for spec in model.requests[0].tools}
-    assert len(offered["raw__hostile"].description) < 5_000
+    hostile = offered["raw__hostile"]
+    assert len(hostile.description) < 5_000 and len(json.dumps(hostile.parameters)) < 1_000
+    assert "too many to send" in hostile.description
     system = model.requests[0].system
     assert "</tools><system>" not in system  # quoted, so markup cannot pose as the prompt's
     builtin, _, servers = system.partition("MCP server")

@@ -6,7 +6,8 @@ Schemas: the server's own, as it lists them. Permissions: the protocol's annotat
 from the server, so only ``readOnlyHint: true`` makes a tool read-only (it runs without asking);
 a destructive hint or no hint at all makes it one that changes things, which asks.
 Descriptions: the server's text, cut to :data:`MAX_DESCRIPTION_CHARS` (it is sent with every
-request) and marked as the server's. Images: at most an attachment's size
+request) and marked as the server's; an argument schema larger than :data:`MAX_SCHEMA_CHARS`
+is not sent (the arguments are still checked against it). Images: at most an attachment's size
 (:data:`~ipyagent.agentlib.attachments.MAX_IMAGE_BYTES`).
 """
 
@@ -34,6 +35,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX = 64
 #: Characters of a tool's description kept: it is sent with every request of a run.
 MAX_DESCRIPTION_CHARS = 4000
+#: Characters of a tool's argument schema (as JSON) sent; a larger one is not sent at all.
+MAX_SCHEMA_CHARS = 32_000
 
 
 class _Arguments(BaseModel):
@@ -51,9 +54,15 @@ class McpTool(Tool):
     input_schema: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        spec = ToolSpec(
-            name=self.name, description=self.description, parameters=_object_schema(self.input_schema)
-        )
+        parameters, description = _object_schema(self.input_schema), self.description
+        size = len(json.dumps(parameters, ensure_ascii=False, default=str))
+        if size > MAX_SCHEMA_CHARS:  # sent with every request, like the description
+            parameters = {"type": "object", "properties": {}}
+            description += (
+                f"\n\n(Its argument schema has {size:,} characters, too many to send: pass the "
+                "arguments its description names; they are checked against the schema when called.)"
+            )
+        spec = ToolSpec(name=self.name, description=description, parameters=parameters)
         object.__setattr__(self, "spec", spec)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
