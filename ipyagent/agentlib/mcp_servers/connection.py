@@ -152,6 +152,7 @@ class Connection:
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
+            schema_checks.cancel()  # a start that failed first: the import goes on, unawaited
             self._client = None
             if self.state == "running":
                 self.state = "stopped"
