@@ -13,15 +13,28 @@ Then whole agent runs of ``--rounds`` tool rounds (a scripted model) with the to
 and through MCP: the difference per round is what a run pays per MCP call. And how long a
 server takes to start and list its tools.
 
-    python bench/mcp.py [--calls 500] [--rounds 200]
+Size: one call whose result is 1, 10 and 50 MB (``tests/agentlib/mcp_raw_server.py``), with the
+default ``max_result_bytes``: how long it takes, the process's peak memory after it, and the
+longest stall of the caller's event loop meanwhile (a 10 ms ticker's worst lateness).
+
+Shutdown: a server that ignores SIGTERM and the end of its stdin, with a ``setsid``
+grandchild, started by a Python process playing the kernel (``tests/agentlib/mcp_kernel_stub.py``)
+that then closes its servers, exits, or is killed: how long until none of the processes it
+started is left.
+
+    python bench/mcp.py [--calls 500] [--rounds 200] [--only calls,size,shutdown]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import resource
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -43,6 +56,10 @@ from ipyagent.testing import ScriptedModel, text, tool_call, usage  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, str(Path(__file__).with_name("_mcp_server.py"))]
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time"]
+TESTS = ROOT / "tests" / "agentlib"
+RAW_SERVER = [sys.executable, str(TESTS / "mcp_raw_server.py")]
+#: Seconds a size row or a shutdown row may take before it is reported as not finishing.
+GIVE_UP = 30.0
 
 
 def add(a: int, b: int) -> int:
@@ -119,7 +136,99 @@ async def run_rounds(rounds: int, tools: list[Tool], mcp: McpServers | bool) -> 
     return elapsed
 
 
-async def main(calls: int, rounds: int) -> None:
+async def worst_lateness(done: asyncio.Event) -> float:
+    """The longest a 10 ms sleep on this loop overran until ``done``: how long it stalled."""
+    worst = 0.0
+    while not done.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(0.01)
+        worst = max(worst, time.perf_counter() - started - 0.01)
+    return worst
+
+
+async def size_rows() -> list[list[Any]]:
+    entry = {"command": RAW_SERVER[0], "args": RAW_SERVER[1:], "trusted": True, "timeout": GIVE_UP}
+    servers = McpServers({"raw": entry}, read_config=False)
+    rows: list[list[Any]] = []
+    try:
+        found = await servers.tools_for_run(SourceContext(ask=no_answer))
+        big = {t.name: t for t in found.tools}["raw__big"]
+        for megabytes in (1, 10, 50):
+            done = asyncio.Event()
+            ticking = asyncio.create_task(worst_lateness(done))
+            started = time.perf_counter()
+            try:
+                output = await asyncio.wait_for(big.call({"size": megabytes * 1_000_000}, CONTEXT), GIVE_UP)
+                elapsed: float | str = (time.perf_counter() - started) * 1e3
+                chars = len(output.text)
+            except asyncio.TimeoutError:
+                elapsed, chars = f"> {GIVE_UP * 1e3:g} (timeout)", 0
+            done.set()
+            worst = await ticking
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            rows.append([f"{megabytes} MB", elapsed, chars, peak, worst * 1e3])
+    finally:
+        servers.close()
+    return rows
+
+
+def shutdown_row(ending: str) -> list[Any]:
+    server = {"command": RAW_SERVER[0], "args": [*RAW_SERVER[1:], "stubborn", "grandchild"], "trusted": True}
+    kernel = subprocess.Popen(
+        [sys.executable, str(TESTS / "mcp_kernel_stub.py"), json.dumps({"raw": server})],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert kernel.stdin is not None and kernel.stdout is not None
+    pids: list[int] = json.loads(kernel.stdout.readline())
+    started = time.perf_counter()
+    if ending in ("close", "exit"):
+        kernel.stdin.write(ending + "\n")
+        kernel.stdin.flush()
+    else:
+        kernel.send_signal(getattr(signal, ending))
+    kernel.wait()
+    while (left := [p for p in pids if _alive(p)]) and time.perf_counter() - started < GIVE_UP:
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - started
+    kernel.stdin.close()
+    kernel.stdout.close()
+    for pid in left:  # the bench leaves nothing behind
+        os.kill(pid, signal.SIGKILL)
+    return [ending, len(pids), elapsed if not left else f"> {GIVE_UP:g}", len(left)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+
+
+async def main(calls: int, rounds: int, only: set[str]) -> None:
+    sections: list[tuple[str, list[str], list[list[Any]]]] = []
+    summary: dict[str, Any] = {}
+    if "calls" in only:
+        call_sections, summary = await call_rows(calls, rounds)
+        sections.extend(call_sections)
+    if "size" in only:
+        sizes = await size_rows()
+        columns = ["result", "call ms", "chars the model gets", "peak RSS MB", "worst loop stall ms"]
+        sections.append(("size (default max_result_bytes)", columns, sizes))
+        summary["size_50mb_ms"] = sizes[-1][1]
+    if "shutdown" in only:
+        endings = [shutdown_row(ending) for ending in ("close", "exit", "SIGTERM", "SIGKILL")]
+        columns = ["kernel ends by", "processes", "s until none left", "left"]
+        sections.append(("shutdown (server ignores SIGTERM and EOF, setsid grandchild)", columns, endings))
+        summary["shutdown_worst_s"] = max((r[2] for r in endings if isinstance(r[2], float)), default=None)
+    report_sections("mcp", sections, summary)
+
+
+async def call_rows(
+    calls: int, rounds: int
+) -> tuple[list[tuple[str, list[str], list[list[Any]]]], dict[str, Any]]:
     local = tool(add, read_only=True)
     in_process = await timed(lambda i: local.call({"a": i, "b": 1}, CONTEXT), calls)
     base = statistics.fmean(in_process)
@@ -147,27 +256,24 @@ async def main(calls: int, rounds: int) -> None:
         ["tool in-process", rounds, local_run * 1e3, local_run / rounds * 1e6],
         ["tool via stdio MCP server", rounds, mcp_run * 1e3, mcp_run / rounds * 1e6],
     ]
-    report_sections(
-        "mcp",
-        [
-            (
-                "one call at a time",
-                ["path", "calls", "mean µs", "p50 µs", "p95 µs", "over in-process µs"],
-                per_call,
-            ),
-            ("agent runs", ["tool", "rounds", "total ms", "µs/round"], runs),
-            (
-                "startup",
-                ["server", "start + list tools ms"],
-                [["bench (SDK)", startup * 1e3], ["mcp-server-time", time_startup * 1e3]],
-            ),
-        ],
-        {
-            "mcp_overhead_us_per_call": round(statistics.fmean(through) - base, 1),
-            "ipyagent_over_sdk_us_per_call": round(statistics.fmean(through) - statistics.fmean(sdk), 1),
-            "mcp_overhead_us_per_run_round": round(per_round, 1),
-        },
-    )
+    sections: list[tuple[str, list[str], list[list[Any]]]] = [
+        (
+            "one call at a time",
+            ["path", "calls", "mean µs", "p50 µs", "p95 µs", "over in-process µs"],
+            per_call,
+        ),
+        ("agent runs", ["tool", "rounds", "total ms", "µs/round"], runs),
+        (
+            "startup",
+            ["server", "start + list tools ms"],
+            [["bench (SDK)", startup * 1e3], ["mcp-server-time", time_startup * 1e3]],
+        ),
+    ]
+    return sections, {
+        "mcp_overhead_us_per_call": round(statistics.fmean(through) - base, 1),
+        "ipyagent_over_sdk_us_per_call": round(statistics.fmean(through) - statistics.fmean(sdk), 1),
+        "mcp_overhead_us_per_run_round": round(per_round, 1),
+    }
 
 
 if __name__ == "__main__":
@@ -176,5 +282,6 @@ if __name__ == "__main__":
     )
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--only", default="calls,size,shutdown", help="sections to run, comma-separated")
     options = parser.parse_args()
-    asyncio.run(main(options.calls, options.rounds))
+    asyncio.run(main(options.calls, options.rounds, set(options.only.split(","))))

@@ -295,12 +295,19 @@ class Agent:
             self._provider = resolve_provider(self.model)
         return self._provider
 
-    def system_prompt(self, tools: Sequence[ToolSpec] | None = None) -> str:
+    def system_prompt(self, tools: Sequence[ToolSpec | Tool] | None = None) -> str:
         """The system prompt for a turn offering ``tools`` (default: this agent's tools)."""
         if self.system is not None:
             return self.system
-        specs = [t.spec for t in self._tools_for_run()] if tools is None else tools
-        return build_system_prompt(specs, workspace=self.workspace, project=self.project_context)
+        given = self._tools_for_run() if tools is None else tools
+        specs = [t.spec if isinstance(t, Tool) else t for t in given]
+        from .mcp_servers.mapping import McpTool
+
+        # An MCP server's tools are listed apart, their descriptions quoted as the server's text.
+        servers = {t.name: t.server for t in given if isinstance(t, McpTool)}
+        return build_system_prompt(
+            specs, workspace=self.workspace, project=self.project_context, servers=servers
+        )
 
     @property
     def project_context(self) -> ProjectContext:
@@ -656,7 +663,7 @@ class Agent:
         output = output_spec(output_type, taken=[t.name for t in tools])
         return RunConfig(
             provider=provider,
-            system=self.system_prompt([t.spec for t in tools]),
+            system=self.system_prompt(tools),
             tools=tuple(tools),
             model=_model_id(self._model),
             settings=self._settings,

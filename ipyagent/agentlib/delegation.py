@@ -220,8 +220,7 @@ async def _run_child(
 ) -> ToolOutput:
     config = parent.config
     chosen = tuple(t for t in config.tools if t.name in names)
-    specs = [t.spec for t in chosen]
-    system = config.system_for(specs) if config.system_for is not None else config.system
+    system = config.system_for(chosen) if config.system_for is not None else config.system
     child_config = replace(
         config,
         provider=provider,

@@ -65,7 +65,7 @@ from .hooks import (
     screener,
 )
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
-from .model import ModelRequest, ModelSettings, Provider, ToolChoice, ToolSpec, open_stream
+from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
 from .output import AnswerCheck, OutputSpec
 from .parent_run import ParentRun, either
 from .parts import PartsAssembler
@@ -125,7 +125,7 @@ class RunConfig:
     conversation_budget: Budget | None = None
     #: Where more tools come from as the run starts (MCP servers); the system prompt for them.
     tool_sources: tuple[ToolSource, ...] = ()
-    system_for: Callable[[Sequence[ToolSpec]], str] | None = None
+    system_for: Callable[[Sequence[Tool]], str] | None = None
     #: The typed answer the run ends with (see output.py), and how often an invalid one is
     #: answered with its problems before the run fails.
     output: OutputSpec | None = None
@@ -296,7 +296,7 @@ class AgentRun:
         added, notes = await gather_tools(config.tool_sources, context, known=self.tools, emit=self._emit)
         if added:
             tools = (*config.tools, *added)
-            system = config.system_for([t.spec for t in tools]) if config.system_for else config.system
+            system = config.system_for(tools) if config.system_for else config.system
             self.config, self.tools = replace(config, tools=tools, system=system), {t.name: t for t in tools}
         return notes
 

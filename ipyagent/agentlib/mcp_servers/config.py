@@ -3,7 +3,8 @@
 The shape is the ``mcpServers`` one other MCP clients use: a stdio server has ``command``,
 ``args``, ``env`` (and ``cwd``); a streamable-HTTP server has ``url`` and ``headers``. ipyagent
 adds ``trusted`` (enable without asking; only in the user's own config file or in code),
-``timeout`` (seconds per call), ``startup_timeout`` and ``enabled``. Values may name
+``timeout`` (seconds per call), ``startup_timeout``, ``enabled`` and ``max_result_bytes`` (the
+largest message read from the server; longer ones are cut). Values may name
 environment variables as ``${NAME}``, so a token stays in the environment, not in the file.
 
 Where entries come from, later ones winning by name:
@@ -38,8 +39,10 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _KEYS = (
     "command", "args", "env", "cwd", "url", "headers", "type", "trusted", "timeout",
-    "startup_timeout", "enabled",
+    "startup_timeout", "enabled", "max_result_bytes",
 )  # fmt: skip
+#: A server's message larger than this is cut while it is read (``max_result_bytes``).
+DEFAULT_MAX_RESULT_BYTES = 1_000_000
 _EXAMPLE = (
     'command = "python", args = ["-m", "mcp_server_time"] for a local server, '
     'or url = "http://127.0.0.1:8000/mcp" for one over HTTP'
@@ -64,6 +67,9 @@ class ServerConfig:
     #: Seconds the server may take to start and list its tools.
     startup_timeout: float = 30.0
     enabled: bool = True
+    #: Bytes of one message read from the server at most (a result's JSON-RPC line); past it,
+    #: the result is cut while it is read (stdio; see :mod:`.stdio`).
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
     #: Where the entry was read (a file, "code", "%agent mcp add"), for messages.
     source: str = "code"
     #: Why an entry of a file cannot be used, and its fix: such a server is listed, never
@@ -169,6 +175,12 @@ def parse_server(
             raise _invalid(f"{where}: '{key}' must be true or false.", f"Write e.g. {key} = true.")
     timeout = _seconds(entry.get("timeout"), where, "timeout")
     startup = _seconds(entry.get("startup_timeout", 30.0), where, "startup_timeout")
+    max_bytes = entry.get("max_result_bytes", DEFAULT_MAX_RESULT_BYTES)
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1024:
+        raise _invalid(
+            f"{where}: 'max_result_bytes' must be a whole number of bytes, at least 1024.",
+            "Write e.g. max_result_bytes = 5000000 (5 MB; the default is 1000000).",
+        )
     return ServerConfig(
         name=name,
         command=command,
@@ -181,6 +193,7 @@ def parse_server(
         timeout=timeout,
         startup_timeout=startup if startup is not None else 30.0,
         enabled=bool(entry.get("enabled", True)),
+        max_result_bytes=max_bytes,
         source=source,
     )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import tempfile
 from typing import Any, Literal
 
@@ -96,6 +97,9 @@ class Connection:
         try:
             await asyncio.wait_for(asyncio.shield(ready), timeout)
         except asyncio.TimeoutError:
+            # Nobody waits for `ready` any more: settled now, the owner task's end cannot leave an
+            # exception in it that is never retrieved (printed into a later cell at GC).
+            ready.cancel()
             await self._finish_task(cancel=True)
             self._fail(f"it did not start within {timeout:g} s (startup_timeout)")
         except Exception as exc:
@@ -128,10 +132,14 @@ class Connection:
     # -- the owner task --------------------------------------------------------------------------
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        # The tools' arguments are checked with jsonschema on the caller's loop (the kernel's);
+        # its first import takes seconds (its format checkers), so it is done here, on a thread.
+        schema_checks = asyncio.ensure_future(asyncio.to_thread(_import_jsonschema))
         try:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(await self._client_for(stack))
                 self.tools = await _list_tools(client)
+                await schema_checks
                 self._client = client
                 self.state = "running"
                 ready.set_result(None)
@@ -144,6 +152,7 @@ class Connection:
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
+            schema_checks.cancel()  # a start that failed first: the import goes on, unawaited
             self._client = None
             if self.state == "running":
                 self.state = "stopped"
@@ -157,22 +166,32 @@ class Connection:
         info = Implementation(name="ipyagent", version=__version__)
         config = self.config
         if config.command is not None:
-            from mcp.client.stdio import StdioServerParameters
-
             # The server's stderr goes to a file: read back in its error message when it fails,
             # and kept out of the notebook (a kernel's stderr is a cell's output).
             # Kept open after the server ends, to be read; closed at the next start or stop.
             self._close_stderr()
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
             what = f"MCP server {config.name!r}"
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env={k: expand(v, what=f"{what}'s env {k}") for k, v in config.env.items()} or None,
-                cwd=config.cwd,
-            )
-            from mcp.client.stdio import stdio_client
+            env = {k: expand(v, what=f"{what}'s env {k}") for k, v in config.env.items()}
+            if os.name == "posix":  # our transport: bounded reads, no process left behind
+                from mcp.client.stdio import get_default_environment
 
+                from .stdio import StdioServer, stdio_transport
+
+                server = StdioServer(
+                    name=config.name,
+                    command=config.command,
+                    args=config.args,
+                    env=get_default_environment() | env,
+                    cwd=config.cwd,
+                    max_bytes=config.max_result_bytes,
+                )
+                return Client(stdio_transport(server, errlog=self._stderr), client_info=info)
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=env or None, cwd=config.cwd
+            )
             return Client(stdio_client(params, errlog=self._stderr), client_info=info)
         import httpx2  # the HTTP client the SDK is built on
         from mcp.client.streamable_http import streamable_http_client
@@ -182,9 +201,18 @@ class Connection:
         }
         # The SDK's own defaults: a server may hold a response stream open for minutes.
         timeout = httpx2.Timeout(30.0, read=300.0)
-        http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
+        # A JSON answer is cut at max_result_bytes by our transport, an event stream's events by the SDK.
+        from .capped import CappedTransport
+
+        transport = CappedTransport(httpx2.AsyncHTTPTransport(), config.max_result_bytes)
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, timeout=timeout, transport=transport)
+        )
         assert config.url is not None
-        return Client(streamable_http_client(config.url, http_client=http), client_info=info)
+        cap = config.max_result_bytes
+        return Client(
+            streamable_http_client(config.url, http_client=http, max_sse_event_size=cap), client_info=info
+        )
 
     async def _finish_task(self, *, cancel: bool = False) -> None:
         task, self._task = self._task, None
@@ -236,6 +264,11 @@ async def _list_tools(client: Any) -> list[Any]:
         if cursor is None:
             break
     return tools
+
+
+def _import_jsonschema() -> None:
+    with contextlib.suppress(ImportError):  # installed with the SDK; without it nothing is checked
+        import jsonschema  # noqa: F401
 
 
 def _connection_lost(exc: BaseException) -> bool:
