@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-__all__ = ["CONFINE_FAILED", "ConfineError", "abi_version", "enter", "landlock"]
+__all__ = ["CONFINE_FAILED", "ConfineError", "abi_version", "enter", "landlock", "seccomp"]
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
@@ -112,6 +112,7 @@ def enter(spec: dict[str, Any]) -> None:
         files=[(path, rights) for path, rights in spec["files"]],
         network=spec["network"],
     )
+    seccomp()  # after Landlock, which set no_new_privs (a filter needs it)
     os.chdir(spec["cwd"])
 
 
@@ -309,6 +310,77 @@ def _add_path(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
 def _failed(what: str) -> ConfineError:
     errno = ctypes.get_errno()
     return ConfineError(errno, f"could not {what}: {os.strerror(errno)}")
+
+
+# -- seccomp: no Unix sockets, no io_uring, no fallocate ---------------------------------------------
+#
+# Connecting to a pathname Unix socket is not a file access Landlock sees (ABI 7 has no such right),
+# and the network namespace holds only network sockets: a sandboxed process could reach every host
+# service that listens on a path — the session bus (``systemd-run``: unconfined execution), Docker,
+# X11, ssh-agent, gpg-agent — wherever the socket is. A seccomp filter reads a system call's
+# integer arguments, never the address connect() points at, so it refuses the socket itself:
+# ``socket(AF_UNIX, ...)`` fails with EACCES, whatever path it would have reached, the workspace's
+# included. ``socketpair()`` (pipes between the sandbox's own processes, asyncio's wakeup) is a
+# call of its own and stays allowed. io_uring can make sockets without socket(): refused.
+# fallocate() reserves disk space without writing a byte, where the total-written limit (the
+# kernel's I/O accounting) would not see it: refused with EOPNOTSUPP, which glibc's
+# posix_fallocate() and the programs that call fallocate() answer by writing.
+
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+_RET_ALLOW, _RET_ERRNO, _RET_KILL = 0x7FFF0000, 0x00050000, 0x80000000
+_AF_UNIX, _EPERM, _EACCES, _EOPNOTSUPP = 1, 1, 13, 95
+_IO_URING = (425, 426, 427)  # setup, enter, register: the same numbers on every architecture
+_X32_BIT = 0x40000000
+#: machine -> (AUDIT_ARCH_*, socket, fallocate); x86_64's i386 and x32 calls are refused whole.
+_ARCHES = {
+    "x86_64": (0xC000003E, 41, 285),
+    "aarch64": (0xC00000B7, 198, 47),
+    "riscv64": (0xC00000F3, 198, 47),
+}
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def seccomp_program(machine: str) -> bytes:
+    """The filter for ``machine`` (``os.uname().machine``), as the kernel reads it."""
+    if machine not in _ARCHES:
+        raise ConfineError(
+            0, f"no seccomp filter for this architecture ({machine}): Unix sockets could not be closed"
+        )
+    arch, socket_nr, fallocate_nr = _ARCHES[machine]
+    code: list[tuple[int, int, int, int]] = [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        (_BPF_JEQ_K, 1, 0, arch),
+        (_BPF_RET_K, 0, 0, _RET_KILL),  # another ABI (i386 on x86_64 has socketcall()): not here
+        (_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+    ]
+    if machine == "x86_64":
+        code += [(_BPF_JGE_K, 0, 1, _X32_BIT), (_BPF_RET_K, 0, 0, _RET_KILL)]
+    refused = [(nr, _RET_ERRNO | _EPERM) for nr in _IO_URING]
+    refused.append((fallocate_nr, _RET_ERRNO | _EOPNOTSUPP))
+    for nr, action in refused:
+        code += [(_BPF_JEQ_K, 0, 1, nr), (_BPF_RET_K, 0, 0, action)]
+    low_half = 16 if sys.byteorder == "little" else 20  # seccomp_data.args[0]; the family is an int
+    code += [
+        (_BPF_JEQ_K, 1, 0, socket_nr),
+        (_BPF_RET_K, 0, 0, _RET_ALLOW),
+        (_BPF_LD_W_ABS, 0, 0, low_half),
+        (_BPF_JEQ_K, 0, 1, _AF_UNIX),
+        (_BPF_RET_K, 0, 0, _RET_ERRNO | _EACCES),
+        (_BPF_RET_K, 0, 0, _RET_ALLOW),
+    ]
+    return b"".join(struct.pack("=HBBI", op, jt, jf, k) for op, jt, jf, k in code)
+
+
+def seccomp() -> None:
+    """Install the filter on this process (and what it starts), for good; needs no_new_privs."""
+    program = seccomp_program(os.uname().machine)
+    fprog = _Program(len(program) // 8, program)
+    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise _failed("install the seccomp filter")
 
 
 # -- the launcher ----------------------------------------------------------------------------------
