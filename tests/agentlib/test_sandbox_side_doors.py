@@ -242,7 +242,7 @@ def test_reads_grant_a_project_root_on_sys_path_only_its_packages(project: Path)
     allowed = read_paths(home="/nonexistent-home", python_paths=[str(project)])
     assert str(project) not in allowed
     assert str(project / "mypkg") in allowed
-    assert not [p for p in allowed if p.startswith(str(project / "."))]
+    assert not [p for p in allowed if p.startswith(f"{project}/.")]
 
 
 @needs_sandbox

@@ -10,9 +10,11 @@ Reads (and running programs): what commands need and nothing personal —
 - ``/etc`` entry by entry, without the files that hold the machine's secrets (password hashes,
   SSH host keys, TLS private keys, sudoers, saved network credentials): Landlock can only allow,
   so the rest of ``/etc`` is allowed by name instead;
-- the Python running the kernel: its prefixes and the folders on ``sys.path`` (a virtualenv or
-  pyenv Python may live under the home folder; only those folders are allowed, never the home
-  folder itself);
+- the Python running the kernel: its own library folders — its prefixes, the standard library,
+  site-packages (a virtualenv or pyenv Python may live under the home folder; only those folders
+  are allowed, never the home folder itself). From any other folder on ``sys.path`` (an editable
+  install's project root, a ``PYTHONPATH`` entry) only its packages and modules are readable:
+  such a folder often holds a ``.env`` and ``.git/config`` beside the package;
 - ``/proc`` (``ps``, ``/proc/self``; Landlock keeps the sandbox from reading other processes'
   memory or environment) and a few devices (``/dev/null``, ``/dev/zero``, ``/dev/urandom``).
 
@@ -22,10 +24,14 @@ readable.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.machinery
 import marshal
 import os
 import shutil
+import site
 import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +73,8 @@ class Limits:
     network: bool = False
 
 
+#: File names a module may have (``.py``, ``.pyc``, ``.cpython-311-x86_64-linux-gnu.so``, ...).
+MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc")
 #: Entries of /etc left out: they hold the machine's secrets.
 ETC_SECRETS = frozenset(
@@ -102,32 +110,76 @@ DEVICES = {
 }
 
 
-def read_paths(home: str | None = None, python_paths: Sequence[str] | None = None) -> list[str]:
-    """The folders and files a sandboxed command may read (see the module docstring)."""
+def read_paths(
+    home: str | None = None,
+    python_paths: Sequence[str] | None = None,
+    *,
+    library: Sequence[str] | None = None,
+) -> list[str]:
+    """The folders and files a sandboxed command may read (see the module docstring).
+    ``library``: the interpreter's own library folders (default: this one's), readable whole;
+    ``python_paths``: the other import folders (default: ``sys.path``), of which only the
+    packages and modules are readable."""
     out = [p for p in SYSTEM if os.path.exists(p)]
     out += _entries("/etc", ETC_SECRETS, descend={"ssl": SSL_SECRETS})
     home_dir = os.path.realpath(home if home is not None else os.path.expanduser("~"))
-    for entry in python_paths if python_paths is not None else _python_paths():
-        try:
-            real = os.path.realpath(entry)
-        except (OSError, ValueError):
-            continue
-        # Never the home folder itself, nor a folder that holds it (a "" or "/" on sys.path).
-        if not os.path.isdir(real) or real in ("/", home_dir) or _under(home_dir, real):
-            continue
-        out.append(real)
+    folders = [f for f in map(_real, library if library is not None else _library()) if f]
+    # Never the home folder itself, nor a folder that holds it (a "" or "/" on sys.path).
+    folders = [f for f in folders if os.path.isdir(f) and f not in ("/", home_dir) and not _under(home_dir, f)]
+    out += folders
+    for entry in python_paths if python_paths is not None else [p for p in sys.path if p]:
+        real = _real(entry)
+        if real and not any(real == f or _under(real, f) for f in folders):
+            out += _importable(real)
     return sorted(set(out))
+
+
+def _real(path: str) -> str | None:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _importable(entry: str) -> list[str]:
+    """What ``import`` needs of a folder on sys.path that is not the interpreter's own: its
+    packages (folders with ``__init__.py``) and modules, never the folder's other files. A zip
+    or egg file on sys.path is itself importable."""
+    if os.path.isfile(entry):
+        return [entry] if entry.endswith((".zip", ".egg", ".whl")) else []
+    try:
+        names = os.listdir(entry)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        path = os.path.join(entry, name)
+        if os.path.isfile(os.path.join(path, "__init__.py")) or (
+            name.endswith(MODULE_SUFFIXES) and os.path.isfile(path)
+        ):
+            out.append(path)
+    return out
 
 
 def device_rules() -> list[tuple[str, int]]:
     return [(path, rights) for path, rights in DEVICES.items() if os.path.exists(path)]
 
 
-def _python_paths() -> list[str]:
+def _library() -> list[str]:
+    """The interpreter's own folders: its prefixes (a virtualenv's included), its standard
+    library and its site-packages, the user's own included when this Python reads it."""
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     if sys.executable:
         prefixes.add(str(Path(sys.executable).resolve().parent.parent))
-    return [*sorted(prefixes), *(p for p in sys.path if p)]
+    paths = sysconfig.get_paths()
+    folders = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    with contextlib.suppress(AttributeError):  # python -S: no site module functions
+        folders += site.getsitepackages()
+        if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
+            folders.append(site.getusersitepackages())
+    return [*sorted(prefixes), *folders]
 
 
 def _entries(folder: str, leave_out: frozenset[str], *, descend: dict[str, frozenset[str]]) -> list[str]:
