@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-__all__ = ["CONFINE_FAILED", "ConfineError", "abi_version", "enter", "landlock", "seccomp"]
+__all__ = ["CONFINE_FAILED", "ConfineError", "abi_version", "enter", "landlock", "seal_hard_links", "seccomp"]
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
@@ -99,6 +99,8 @@ def enter(spec: dict[str, Any]) -> None:
     read = list(spec["read"])
     if "/proc" in read and not _own_proc(libc):
         read.remove("/proc")  # the machine's /proc would show every process's command line
+    for folder in spec["write"]:
+        seal_hard_links(folder)
     _limit_processes(spec["max_procs"], root=uid == 0)
     _limit(resource.RLIMIT_CPU, spec["cpu_seconds"])
     _limit(resource.RLIMIT_FSIZE, spec["file_size"])
@@ -176,6 +178,69 @@ def _write(path: str, text: str) -> None:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
+
+
+# -- hard links: read-only where the sandbox may write ----------------------------------------------
+#
+# Landlock decides by path: a file outside the workspace that something hard-linked into it is,
+# under its workspace name, writable — and a write through that name changes the outside file
+# (another project's file, a package cache's, a shared config). Where the sandbox may write, each
+# regular file with more than one link is covered by a read-only bind mount of itself, in the
+# sandbox's own mount namespace: reading it works, writing, truncating or chmod-ing it fails with
+# EROFS, removing or renaming it with EBUSY; nothing changes outside. The sandbox cannot undo the
+# mount (Landlock denies mount changes) nor link it elsewhere (a link across mounts is EXDEV).
+# Files are found by walking the folder once, at the start of each call; a link made outside
+# while the call runs is not covered.
+
+_OPEN_TREE, _MOVE_MOUNT, _MOUNT_SETATTR = 428, 429, 442  # the same on every architecture
+_OPEN_TREE_CLONE, _AT_EMPTY_PATH, _MOUNT_ATTR_RDONLY = 1, 0x1000, 1
+_MOVE_MOUNT_F_EMPTY_PATH, _MOVE_MOUNT_T_EMPTY_PATH = 0x4, 0x40
+
+
+def seal_hard_links(folder: str) -> int:
+    """Make every regular file under ``folder`` that has more than one link read-only in this
+    mount namespace (see above); returns how many. Folders are opened without following links
+    (:func:`os.fwalk`) and each file is mounted through its own descriptor, so nothing swapped in
+    during the walk is mounted in its place."""
+    import stat
+
+    sealed = 0
+    for _, _, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        for name in names:
+            try:
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except OSError:
+                continue  # gone since the listing
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink < 2:
+                continue
+            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            try:
+                now = os.fstat(fd)
+                if stat.S_ISREG(now.st_mode) and now.st_nlink > 1:
+                    _read_only_mount(fd, os.path.join(folder, name))
+                    sealed += 1
+            finally:
+                os.close(fd)
+    return sealed
+
+
+def _read_only_mount(fd: int, shown: str) -> None:
+    """Cover the file ``fd`` with a read-only bind mount of itself: a clone of it made read-only
+    before it is attached, so it is never writable there for an instant."""
+    libc = _libc()
+    empty = ctypes.c_char_p(b"")
+    tree = libc.syscall(_OPEN_TREE, fd, empty, ctypes.c_uint(_OPEN_TREE_CLONE | _AT_EMPTY_PATH | os.O_CLOEXEC))
+    if tree < 0:
+        raise _failed(f"make {shown} (a file with more than one link) read-only")
+    try:
+        attr = struct.pack("=QQQQ", _MOUNT_ATTR_RDONLY, 0, 0, 0)
+        if libc.syscall(_MOUNT_SETATTR, tree, empty, ctypes.c_uint(_AT_EMPTY_PATH), attr, ctypes.c_size_t(len(attr))):
+            raise _failed(f"make {shown} (a file with more than one link) read-only")
+        flags = ctypes.c_uint(_MOVE_MOUNT_F_EMPTY_PATH | _MOVE_MOUNT_T_EMPTY_PATH)
+        if libc.syscall(_MOVE_MOUNT, tree, empty, fd, empty, flags) != 0:
+            raise _failed(f"make {shown} (a file with more than one link) read-only")
+    finally:
+        os.close(tree)
 
 
 # -- Landlock --------------------------------------------------------------------------------------
