@@ -77,7 +77,7 @@ class Availability:
 class SandboxResult:
     """How a sandboxed command ended. ``reason``: ``exited`` (see ``exit_code``), ``timeout``
     (killed at the time limit), ``signal`` (killed by ``signal``: ``SIGXCPU`` is the CPU limit,
-    ``SIGXFSZ`` the file-size limit). ``stdout``/``stderr`` keep the first ``Limits.output`` bytes;
+    ``SIGXFSZ`` the file-size limit, of one file or the call's total). ``stdout``/``stderr`` keep the first ``Limits.output`` bytes;
     ``truncated`` says whether more was cut."""
 
     exit_code: int | None

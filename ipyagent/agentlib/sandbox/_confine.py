@@ -79,7 +79,7 @@ def enter(spec: dict[str, Any]) -> None:
     """Confine this (single-threaded) process as ``spec`` says; returns only in the confined
     child (see the module docstring). ``spec``: ``read``, ``write``, ``files`` (Landlock rules),
     ``network``, ``memory`` (bytes of address space, or None), ``cpu_seconds``, ``max_procs`` (or None),
-    ``file_size``, ``open_files``, ``cwd``."""
+    ``file_size``, ``write_total`` (or None), ``open_files``, ``cwd``."""
     libc = ctypes.CDLL(None, use_errno=True)
     uid, gid = os.geteuid(), os.getegid()
     flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS
@@ -90,9 +90,10 @@ def enter(spec: dict[str, Any]) -> None:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    host_proc = os.stat("/proc").st_dev  # before the child mounts its own over it
     child = os.fork()
     if child:
-        _stay_outside(child)
+        _stay_outside(child, spec["write_total"], host_proc)
     import resource  # here, not above: Unix only, and this module is imported everywhere
 
     libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)  # the outer one killed: so is this one
@@ -126,8 +127,14 @@ def _own_proc(libc: ctypes.CDLL) -> bool:
     return bool(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0)
 
 
-def _stay_outside(child: int) -> None:
-    """The outer process: wait for the confined child and leave as it did."""
+def _stay_outside(child: int, write_total: int | None, host_proc: int) -> None:
+    """The outer process: wait for the confined child and leave as it did — or, once the
+    sandbox's processes have written more than ``write_total`` bytes, kill them all and leave by
+    SIGXFSZ, as a process past its file-size limit does."""
+    if write_total is not None and _watch_writes(child, write_total, host_proc):
+        os.kill(child, _SIGKILL)  # the PID namespace's first process: the kernel kills the rest
+        os.waitpid(child, 0)
+        _leave_by(_SIGXFSZ)
     while True:
         try:
             _, status = os.waitpid(child, 0)
@@ -136,10 +143,78 @@ def _stay_outside(child: int) -> None:
             continue
     if os.WIFSIGNALED(status):
         # Leave the same way, so the caller can tell "killed by SIGKILL" from an exit code.
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.signal(os.WTERMSIG(status), ctypes.c_void_p(0))  # SIG_DFL: Python ignores some
-        os.kill(os.getpid(), os.WTERMSIG(status))
+        _leave_by(os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _leave_by(signal_number: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.signal(signal_number, ctypes.c_void_p(0))  # SIG_DFL: Python ignores some (SIGXFSZ)
+    os.kill(os.getpid(), signal_number)
+    os._exit(128 + signal_number)  # pragma: no cover - the signal ends the process first
+
+
+# -- the total written per call ----------------------------------------------------------------------
+#
+# RLIMIT_FSIZE caps each file; many files each under it could still fill the disk. Nothing
+# unprivileged caps a total (disk quotas and cgroup I/O limits need root), so the outer process
+# counts: the kernel's I/O accounting (``/proc/PID/io``) says how many bytes each process sent
+# to storage — page cache pages it dirtied, direct and mmap writes included — less what was
+# truncated before it reached the disk; a process's count includes its children once it has
+# reaped them. Every WATCH_SECONDS the outer process adds up the sandbox's processes (each listed
+# once, parents before children, so none is counted twice) and kills them all past the limit.
+# Overshoot: what the sandbox writes in one interval. fallocate(), which reserves space without
+# writing, is refused by the seccomp filter. Not counted: files on a tmpfs (no storage layer).
+
+WATCH_SECONDS = 0.02
+_SIGXFSZ = 25  # x86_64, arm64, riscv64 (the architectures the seccomp filter knows)
+
+
+def _watch_writes(child: int, write_total: int, host_proc: int) -> bool:
+    """Wait for ``child`` to end; True as soon as the sandbox has written more than
+    ``write_total`` bytes (the child still runs then)."""
+    import select
+
+    pidfd = os.pidfd_open(child)
+    try:
+        ended = select.poll()
+        ended.register(pidfd, select.POLLIN)
+        while not ended.poll(int(WATCH_SECONDS * 1000)):
+            if written(child, host_proc) > write_total:
+                return True
+        return False
+    finally:
+        os.close(pidfd)
+
+
+def written(child: int, host_proc: int) -> int:
+    """Bytes the sandbox whose first process is ``child`` has written so far."""
+    if os.stat("/proc").st_dev != host_proc:
+        pids = _numbers("/proc")  # the sandbox's own /proc: only its processes
+    else:  # not mounted yet, or it could not be: pick the sandbox's out of the machine's
+        ns = _pid_ns(child)
+        pids = [pid for pid in _numbers("/proc") if ns is not None and _pid_ns(pid) == ns]
+    return sum(_bytes_written(pid) for pid in sorted(pids))
+
+
+def _numbers(folder: str) -> list[int]:
+    return [int(name) for name in os.listdir(folder) if name.isdigit()]
+
+
+def _pid_ns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _bytes_written(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/io", "rb") as io:
+            fields = dict(line.split(b":") for line in io.read().splitlines())
+    except (OSError, ValueError):
+        return 0  # ended since the listing: counted in its parent's once reaped
+    return int(fields.get(b"write_bytes", 0)) - int(fields.get(b"cancelled_write_bytes", 0))
 
 
 def _limit_processes(max_procs: int | None, *, root: bool) -> None:

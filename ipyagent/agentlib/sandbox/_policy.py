@@ -61,13 +61,16 @@ class Limits:
     process already holds; the JVM reserves about 1.5 GB at start, so not much below 4 GB);
     ``max_procs``: processes and threads at once (as root, at least 300: see docs/sandbox.md;
     ``None`` only for code that starts no process, where nothing needs limiting);
-    ``file_size``: bytes of any file written; ``output``: bytes of stdout and of stderr kept;
+    ``file_size``: bytes of any file written; ``write_total``: bytes written to files by the
+    whole call, all its processes together (``None``: no limit; past it, everything is killed
+    by SIGXFSZ); ``output``: bytes of stdout and of stderr kept;
     ``network``: allow the network (off: no connection of any kind)."""
 
     timeout: float = 60.0
     memory: int | None = 4 << 30
     max_procs: int | None = 256
     file_size: int = 1 << 30
+    write_total: int | None = 2 << 30
     open_files: int = 1024
     output: int = 200_000
     network: bool = False
@@ -224,6 +227,7 @@ def build_spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
         "cpu_seconds": max(1, int(limits.timeout) + 1),
         "max_procs": limits.max_procs,
         "file_size": limits.file_size,
+        "write_total": limits.write_total,
         "open_files": limits.open_files,
     }
 
