@@ -348,9 +348,10 @@ async def test_files_with_one_link_stay_writable(workspace: Path) -> None:
 FILL = """
 import os, sys
 how, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+folder = os.environ["TMPDIR"] if how == "tmp" else "."
 for i in range(count):
-    fd = os.open(f"fill-{i}", os.O_WRONLY | os.O_CREAT, 0o644)
-    if how == "write":
+    fd = os.open(os.path.join(folder, f"fill-{i}"), os.O_WRONLY | os.O_CREAT, 0o644)
+    if how in ("write", "tmp"):
         os.write(fd, b"x" * size)
     else:
         os.posix_fallocate(fd, 0, size)
@@ -376,6 +377,23 @@ async def test_a_command_is_killed_past_the_total_written_per_call(workspace: Pa
 
 
 @needs_sandbox
+async def test_the_private_temporary_folder_counts_even_on_a_tmpfs(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where /tmp is a tmpfs (memory; the kernel's I/O accounting does not see it), the call's
+    temporary folder still counts towards its total."""
+    if not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK):
+        pytest.skip("no writable tmpfs at /dev/shm here")
+    monkeypatch.setattr(tempfile, "tempdir", "/dev/shm")
+    (workspace / "fill.py").write_text(FILL)
+    limits = sandbox.Limits(write_total=16 << 20, timeout=120)
+    result = await sandbox.run([PY, "fill.py", "tmp", "64", str(4 << 20)], cwd=workspace, limits=limits)
+    assert "finished" not in result.stdout, result
+    assert result.signal == "SIGXFSZ" or "No space left on device" in result.stderr, result
+    assert not [p for p in os.listdir("/dev/shm") if p.startswith("ipyagent-sandbox-")]
+
+
+@needs_sandbox
 def test_a_sandboxed_function_is_killed_past_the_total_written_per_call(workspace: Path) -> None:
     def fill() -> str:
         for i in range(64):
@@ -394,3 +412,11 @@ async def test_writes_under_the_total_pass(workspace: Path) -> None:
     limits = sandbox.Limits(write_total=64 << 20)
     result = await sandbox.run([PY, "fill.py", "write", "4", str(1 << 20)], cwd=workspace, limits=limits)
     assert result.ok and result.stdout == "finished\n", result
+
+
+def test_an_architecture_without_a_filter_is_refused_not_run_open() -> None:
+    from ipyagent.agentlib.sandbox import _confine
+
+    with pytest.raises(_confine.ConfineError, match="no seccomp filter for this architecture"):
+        _confine.seccomp_program("sparc64")
+    assert len(_confine.seccomp_program("x86_64")) % 8 == 0

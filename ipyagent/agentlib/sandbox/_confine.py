@@ -90,16 +90,19 @@ def enter(spec: dict[str, Any]) -> None:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    host_proc = os.stat("/proc").st_dev  # before the child mounts its own over it
+    # Before the child mounts its own /proc and temporary folder: a changed device says it has.
+    before = (os.stat("/proc").st_dev, os.stat(spec["tmp"]).st_dev if spec.get("tmp") else 0)
     child = os.fork()
     if child:
-        _stay_outside(child, spec["write_total"], host_proc)
+        _stay_outside(child, spec["write_total"], before, spec.get("tmp"))
     import resource  # here, not above: Unix only, and this module is imported everywhere
 
     libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)  # the outer one killed: so is this one
     read = list(spec["read"])
     if "/proc" in read and not _own_proc(libc):
         read.remove("/proc")  # the machine's /proc would show every process's command line
+    if spec["write_total"] is not None and spec.get("tmp"):
+        _private_tmp(libc, spec["tmp"], spec["write_total"])
     for folder in spec["write"]:
         seal_hard_links(folder)
     _limit_processes(spec["max_procs"], root=uid == 0)
@@ -127,11 +130,11 @@ def _own_proc(libc: ctypes.CDLL) -> bool:
     return bool(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0)
 
 
-def _stay_outside(child: int, write_total: int | None, host_proc: int) -> None:
+def _stay_outside(child: int, write_total: int | None, before: tuple[int, int], tmp: str | None) -> None:
     """The outer process: wait for the confined child and leave as it did — or, once the
     sandbox's processes have written more than ``write_total`` bytes, kill them all and leave by
     SIGXFSZ, as a process past its file-size limit does."""
-    if write_total is not None and _watch_writes(child, write_total, host_proc):
+    if write_total is not None and _watch_writes(child, write_total, before, tmp):
         os.kill(child, _SIGKILL)  # the PID namespace's first process: the kernel kills the rest
         os.waitpid(child, 0)
         _leave_by(_SIGXFSZ)
@@ -164,13 +167,23 @@ def _leave_by(signal_number: int) -> None:
 # reaped them. Every WATCH_SECONDS the outer process adds up the sandbox's processes (each listed
 # once, parents before children, so none is counted twice) and kills them all past the limit.
 # Overshoot: what the sandbox writes in one interval. fallocate(), which reserves space without
-# writing, is refused by the seccomp filter. Not counted: files on a tmpfs (no storage layer).
+# writing, is refused by the seccomp filter. A tmpfs has no storage layer, so its writes are not
+# in that count: the call's temporary folder is a tmpfs of its own (in the sandbox's mount
+# namespace, no larger than the limit, gone with the call), whose use is added instead. Files
+# on another tmpfs the workspace holds are not counted.
 
 WATCH_SECONDS = 0.02
 _SIGXFSZ = 25  # x86_64, arm64, riscv64 (the architectures the seccomp filter knows)
 
 
-def _watch_writes(child: int, write_total: int, host_proc: int) -> bool:
+def _private_tmp(libc: ctypes.CDLL, tmp: str, size: int) -> None:
+    """Mount a tmpfs of at most ``size`` bytes over the call's temporary folder."""
+    options = f"size={max(size, 4096)},mode=700".encode()
+    if libc.mount(b"tmpfs", tmp.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+        raise _failed(f"mount a private temporary folder at {tmp}")
+
+
+def _watch_writes(child: int, write_total: int, before: tuple[int, int], tmp: str | None) -> bool:
     """Wait for ``child`` to end; True as soon as the sandbox has written more than
     ``write_total`` bytes (the child still runs then)."""
     import select
@@ -180,7 +193,7 @@ def _watch_writes(child: int, write_total: int, host_proc: int) -> bool:
         ended = select.poll()
         ended.register(pidfd, select.POLLIN)
         while not ended.poll(int(WATCH_SECONDS * 1000)):
-            if written(child, host_proc) > write_total:
+            if written(child, before[0]) + _tmp_used(tmp, before[1]) > write_total:
                 return True
         return False
     finally:
@@ -195,6 +208,20 @@ def written(child: int, host_proc: int) -> int:
         ns = _pid_ns(child)
         pids = [pid for pid in _numbers("/proc") if ns is not None and _pid_ns(pid) == ns]
     return sum(_bytes_written(pid) for pid in sorted(pids))
+
+
+def _tmp_used(tmp: str | None, unmounted: int) -> int:
+    """Bytes held by the call's private tmpfs (seen here too: one mount namespace); 0 until it is
+    mounted (``tmp`` still on the device ``unmounted``)."""
+    if tmp is None:
+        return 0
+    try:
+        if os.stat(tmp).st_dev == unmounted:
+            return 0
+        info = os.statvfs(tmp)
+    except OSError:
+        return 0
+    return (info.f_blocks - info.f_bfree) * info.f_frsize
 
 
 def _numbers(folder: str) -> list[int]:

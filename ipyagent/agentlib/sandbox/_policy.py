@@ -228,6 +228,8 @@ def build_spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
         "max_procs": limits.max_procs,
         "file_size": limits.file_size,
         "write_total": limits.write_total,
+        # The call's own temporary folder (a tmpfs of its own is mounted there): never the workspace.
+        "tmp": None if os.path.realpath(tmp) == workspace else os.path.realpath(tmp),
         "open_files": limits.open_files,
     }
 
