@@ -164,7 +164,9 @@ async def socket_rows(cwd: str) -> list[list[Any]]:
             listener.bind(path)
             listener.listen()
             done = await sandbox.run([sys.executable, "-c", CONNECT, path], cwd=cwd)
-            shell = "reached" if "reached" in done.stdout else "refused: " + done.stderr.strip().splitlines()[-1]
+            shell = (
+                "reached" if "reached" in done.stdout else "refused: " + done.stderr.strip().splitlines()[-1]
+            )
             function = sandbox.call(_connect, (path,), cwd=cwd)
         os.unlink(path)
         os.rmdir(made)
@@ -179,7 +181,7 @@ WHAT_RUNS = (
     "git init -q repo && git -C repo status --short && echo git ok",
     f"{sys.executable} -m pip --version",
     f"{sys.executable} -c 'import multiprocessing as m; print(m.Pool(2).map(abs, [-1, -2]))'",
-    f"{sys.executable} -c 'import multiprocessing as m; m.set_start_method(\"forkserver\"); "
+    f'{sys.executable} -c \'import multiprocessing as m; m.set_start_method("forkserver"); '
     "print(m.Pool(2).map(abs, [-1, -2]))'",
     f"{sys.executable} -c 'import multiprocessing as m; print(m.Manager().list([1]))'",
     f"{sys.executable} -c 'import asyncio; asyncio.run(asyncio.sleep(0)); print(\"asyncio ok\")'",
@@ -192,7 +194,13 @@ async def what_runs(cwd: str) -> list[list[Any]]:
     for command in WHAT_RUNS:
         done = await sandbox.run(command, cwd=cwd)
         text = (done.stdout.strip() or done.stderr.strip()).splitlines()
-        out.append([command[-70:], done.exit_code if done.reason == "exited" else done.signal, (text or [""])[-1][:70]])
+        out.append(
+            [
+                command[-70:],
+                done.exit_code if done.reason == "exited" else done.signal,
+                (text or [""])[-1][:70],
+            ]
+        )
     return out
 
 

@@ -152,9 +152,12 @@ async def test_a_shell_command_reaches_no_unix_socket_of_the_host(
     assert text.count("refused") == len(paths), text
     assert host_sockets.reached() == []
     # The same script outside the sandbox does connect: the listeners were there to be reached.
-    done = subprocess.run([PY, workspace / "connect.py", *paths], capture_output=True, text=True, check=True)
-    assert done.stdout.count("connected") == len(paths)
+    assert unconfined(workspace / "connect.py", paths).count("connected") == len(paths)
     assert sorted(host_sockets.reached()) == sorted(paths)
+
+
+def unconfined(script: Path, args: list[str]) -> str:
+    return subprocess.run([PY, script, *args], capture_output=True, text=True, check=True).stdout
 
 
 @needs_sandbox
@@ -217,7 +220,10 @@ async def test_no_unix_socket_is_made_even_in_the_workspace_but_socketpair_works
 @needs_sandbox
 async def test_io_uring_cannot_go_round_the_socket_rule(workspace: Path) -> None:
     """io_uring makes sockets without the socket() system call: it is refused."""
-    probe = "import ctypes; print(ctypes.CDLL(None, use_errno=True).syscall(425, 4, bytes(120)), ctypes.get_errno())"
+    probe = (
+        "import ctypes; libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(libc.syscall(425, 4, bytes(120)), ctypes.get_errno())"  # io_uring_setup
+    )
     result = await sandbox.run([PY, "-c", probe], cwd=workspace)
     assert result.stdout.split() == ["-1", "1"], result  # EPERM
 
@@ -314,8 +320,11 @@ async def test_a_shell_command_cannot_write_through_a_hard_link(workspace: Path,
     result = await sandbox.run(command, cwd=workspace)
     assert result.stdout == "original\ndone\n", result
     assert "Read-only file system" in result.stderr
-    assert linked.read_text() == "original\n"
-    assert linked.stat().st_mode & 0o777 != 0o777
+    assert unchanged(linked)
+
+
+def unchanged(linked: Path) -> bool:
+    return linked.read_text() == "original\n" and linked.stat().st_mode & 0o777 != 0o777
 
 
 @needs_sandbox
@@ -331,7 +340,7 @@ async def test_a_sandboxed_tool_cannot_write_through_a_hard_link(
 
     content, is_error = await run_tool(overwrite, {})
     assert is_error and "Read-only file system" in content, content
-    assert linked.read_text() == "original\n"
+    assert unchanged(linked)
 
 
 @needs_sandbox
@@ -382,7 +391,7 @@ async def test_the_private_temporary_folder_counts_even_on_a_tmpfs(
 ) -> None:
     """Where /tmp is a tmpfs (memory; the kernel's I/O accounting does not see it), the call's
     temporary folder still counts towards its total."""
-    if not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK):
+    if not os.access("/dev/shm", os.W_OK):
         pytest.skip("no writable tmpfs at /dev/shm here")
     monkeypatch.setattr(tempfile, "tempdir", "/dev/shm")
     (workspace / "fill.py").write_text(FILL)

@@ -77,8 +77,8 @@ class Availability:
 class SandboxResult:
     """How a sandboxed command ended. ``reason``: ``exited`` (see ``exit_code``), ``timeout``
     (killed at the time limit), ``signal`` (killed by ``signal``: ``SIGXCPU`` is the CPU limit,
-    ``SIGXFSZ`` the file-size limit, of one file or the call's total). ``stdout``/``stderr`` keep the first ``Limits.output`` bytes;
-    ``truncated`` says whether more was cut."""
+    ``SIGXFSZ`` the file-size limit, of one file or the call's total). ``stdout``/``stderr``
+    keep the first ``Limits.output`` bytes; ``truncated`` says whether more was cut."""
 
     exit_code: int | None
     stdout: str

@@ -331,12 +331,16 @@ def _read_only_mount(fd: int, shown: str) -> None:
     before it is attached, so it is never writable there for an instant."""
     libc = _libc()
     empty = ctypes.c_char_p(b"")
-    tree = libc.syscall(_OPEN_TREE, fd, empty, ctypes.c_uint(_OPEN_TREE_CLONE | _AT_EMPTY_PATH | os.O_CLOEXEC))
+    tree = libc.syscall(
+        _OPEN_TREE, fd, empty, ctypes.c_uint(_OPEN_TREE_CLONE | _AT_EMPTY_PATH | os.O_CLOEXEC)
+    )
     if tree < 0:
         raise _failed(f"make {shown} (a file with more than one link) read-only")
     try:
         attr = struct.pack("=QQQQ", _MOUNT_ATTR_RDONLY, 0, 0, 0)
-        if libc.syscall(_MOUNT_SETATTR, tree, empty, ctypes.c_uint(_AT_EMPTY_PATH), attr, ctypes.c_size_t(len(attr))):
+        if libc.syscall(
+            _MOUNT_SETATTR, tree, empty, ctypes.c_uint(_AT_EMPTY_PATH), attr, ctypes.c_size_t(len(attr))
+        ):
             raise _failed(f"make {shown} (a file with more than one link) read-only")
         flags = ctypes.c_uint(_MOVE_MOUNT_F_EMPTY_PATH | _MOVE_MOUNT_T_EMPTY_PATH)
         if libc.syscall(_MOVE_MOUNT, tree, empty, fd, empty, flags) != 0:

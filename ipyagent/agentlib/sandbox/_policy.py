@@ -128,7 +128,9 @@ def read_paths(
     home_dir = os.path.realpath(home if home is not None else os.path.expanduser("~"))
     folders = [f for f in map(_real, library if library is not None else _library()) if f]
     # Never the home folder itself, nor a folder that holds it (a "" or "/" on sys.path).
-    folders = [f for f in folders if os.path.isdir(f) and f not in ("/", home_dir) and not _under(home_dir, f)]
+    folders = [
+        f for f in folders if os.path.isdir(f) and f not in ("/", home_dir) and not _under(home_dir, f)
+    ]
     out += folders
     for entry in python_paths if python_paths is not None else [p for p in sys.path if p]:
         real = _real(entry)
