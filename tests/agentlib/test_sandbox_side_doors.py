@@ -403,6 +403,20 @@ async def test_the_private_temporary_folder_counts_even_on_a_tmpfs(
 
 
 @needs_sandbox
+async def test_dev_shm_is_private_so_multiprocessing_works(workspace: Path) -> None:
+    """POSIX semaphores live in /dev/shm: a private tmpfs there lets multiprocessing run, and
+    nothing written there reaches the machine's /dev/shm."""
+    probe = (
+        "import multiprocessing as m, os\n"
+        "print(m.get_context('fork').Pool(2).map(abs, [-1, -2]))\n"
+        "open('/dev/shm/ipyagent-from-the-sandbox', 'w').write('x'); print(os.listdir('/dev/shm'))\n"
+    )
+    result = await sandbox.run([PY, "-c", probe], cwd=workspace)
+    assert result.stdout.splitlines() == ["[1, 2]", "['ipyagent-from-the-sandbox']"], result
+    assert "ipyagent-from-the-sandbox" not in os.listdir("/dev/shm")
+
+
+@needs_sandbox
 def test_a_sandboxed_function_is_killed_past_the_total_written_per_call(workspace: Path) -> None:
     def fill() -> str:
         for i in range(64):

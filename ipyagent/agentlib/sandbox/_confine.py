@@ -79,7 +79,8 @@ def enter(spec: dict[str, Any]) -> None:
     """Confine this (single-threaded) process as ``spec`` says; returns only in the confined
     child (see the module docstring). ``spec``: ``read``, ``write``, ``files`` (Landlock rules),
     ``network``, ``memory`` (bytes of address space, or None), ``cpu_seconds``, ``max_procs`` (or None),
-    ``file_size``, ``write_total`` (or None), ``open_files``, ``cwd``."""
+    ``file_size``, ``write_total`` (or None), ``open_files``, ``cwd``, ``private`` (folders
+    that get a tmpfs of their own, before Landlock: list them in ``write`` too)."""
     libc = ctypes.CDLL(None, use_errno=True)
     uid, gid = os.geteuid(), os.getegid()
     flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS
@@ -90,19 +91,19 @@ def enter(spec: dict[str, Any]) -> None:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    # Before the child mounts its own /proc and temporary folder: a changed device says it has.
-    before = (os.stat("/proc").st_dev, os.stat(spec["tmp"]).st_dev if spec.get("tmp") else 0)
+    # Before the child mounts its own /proc and private folders: a changed device says it has.
+    before = {folder: os.stat(folder).st_dev for folder in ["/proc", *spec["private"]]}
     child = os.fork()
     if child:
-        _stay_outside(child, spec["write_total"], before, spec.get("tmp"))
+        _stay_outside(child, spec["write_total"], before)
     import resource  # here, not above: Unix only, and this module is imported everywhere
 
     libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)  # the outer one killed: so is this one
     read = list(spec["read"])
     if "/proc" in read and not _own_proc(libc):
         read.remove("/proc")  # the machine's /proc would show every process's command line
-    if spec["write_total"] is not None and spec.get("tmp"):
-        _private_tmp(libc, spec["tmp"], spec["write_total"])
+    for folder in spec["private"]:
+        _private_tmpfs(libc, folder, spec["write_total"])
     for folder in spec["write"]:
         seal_hard_links(folder)
     _limit_processes(spec["max_procs"], root=uid == 0)
@@ -130,11 +131,11 @@ def _own_proc(libc: ctypes.CDLL) -> bool:
     return bool(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0)
 
 
-def _stay_outside(child: int, write_total: int | None, before: tuple[int, int], tmp: str | None) -> None:
+def _stay_outside(child: int, write_total: int | None, before: dict[str, int]) -> None:
     """The outer process: wait for the confined child and leave as it did — or, once the
     sandbox's processes have written more than ``write_total`` bytes, kill them all and leave by
     SIGXFSZ, as a process past its file-size limit does."""
-    if write_total is not None and _watch_writes(child, write_total, before, tmp):
+    if write_total is not None and _watch_writes(child, write_total, before):
         os.kill(child, _SIGKILL)  # the PID namespace's first process: the kernel kills the rest
         os.waitpid(child, 0)
         _leave_by(_SIGXFSZ)
@@ -168,22 +169,24 @@ def _leave_by(signal_number: int) -> None:
 # once, parents before children, so none is counted twice) and kills them all past the limit.
 # Overshoot: what the sandbox writes in one interval. fallocate(), which reserves space without
 # writing, is refused by the seccomp filter. A tmpfs has no storage layer, so its writes are not
-# in that count: the call's temporary folder is a tmpfs of its own (in the sandbox's mount
-# namespace, no larger than the limit, gone with the call), whose use is added instead. Files
-# on another tmpfs the workspace holds are not counted.
+# in that count: the call's temporary folder and /dev/shm are tmpfs of its own (in the sandbox's
+# mount namespace, each no larger than the limit, gone with the call), whose use is added
+# instead. Files on another tmpfs the workspace holds are not counted.
 
 WATCH_SECONDS = 0.02
 _SIGXFSZ = 25  # x86_64, arm64, riscv64 (the architectures the seccomp filter knows)
 
 
-def _private_tmp(libc: ctypes.CDLL, tmp: str, size: int) -> None:
-    """Mount a tmpfs of at most ``size`` bytes over the call's temporary folder."""
-    options = f"size={max(size, 4096)},mode=700".encode()
-    if libc.mount(b"tmpfs", tmp.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
-        raise _failed(f"mount a private temporary folder at {tmp}")
+def _private_tmpfs(libc: ctypes.CDLL, folder: str, size: int | None) -> None:
+    """Mount a tmpfs (of at most ``size`` bytes) over ``folder``, for this mount namespace only:
+    the call's temporary folder, and /dev/shm (POSIX semaphores and shared memory, which
+    multiprocessing needs; the machine's own stays out of reach)."""
+    options = f"mode=700,size={max(size, 4096)}" if size is not None else "mode=700"
+    if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()) != 0:
+        raise _failed(f"mount a private temporary folder at {folder}")
 
 
-def _watch_writes(child: int, write_total: int, before: tuple[int, int], tmp: str | None) -> bool:
+def _watch_writes(child: int, write_total: int, before: dict[str, int]) -> bool:
     """Wait for ``child`` to end; True as soon as the sandbox has written more than
     ``write_total`` bytes (the child still runs then)."""
     import select
@@ -193,7 +196,7 @@ def _watch_writes(child: int, write_total: int, before: tuple[int, int], tmp: st
         ended = select.poll()
         ended.register(pidfd, select.POLLIN)
         while not ended.poll(int(WATCH_SECONDS * 1000)):
-            if written(child, before[0]) + _tmp_used(tmp, before[1]) > write_total:
+            if written(child, before["/proc"]) + _private_used(before) > write_total:
                 return True
         return False
     finally:
@@ -210,18 +213,19 @@ def written(child: int, host_proc: int) -> int:
     return sum(_bytes_written(pid) for pid in sorted(pids))
 
 
-def _tmp_used(tmp: str | None, unmounted: int) -> int:
-    """Bytes held by the call's private tmpfs (seen here too: one mount namespace); 0 until it is
-    mounted (``tmp`` still on the device ``unmounted``)."""
-    if tmp is None:
-        return 0
-    try:
-        if os.stat(tmp).st_dev == unmounted:
-            return 0
-        info = os.statvfs(tmp)
-    except OSError:
-        return 0
-    return (info.f_blocks - info.f_bfree) * info.f_frsize
+def _private_used(before: dict[str, int]) -> int:
+    """Bytes held by the call's private tmpfs (seen here too: one mount namespace), each once it
+    is mounted (its folder no longer on the device it was on ``before``)."""
+    used = 0
+    for folder, unmounted in before.items():
+        try:
+            if folder == "/proc" or os.stat(folder).st_dev == unmounted:
+                continue
+            info = os.statvfs(folder)
+        except OSError:
+            continue
+        used += (info.f_blocks - info.f_bfree) * info.f_frsize
+    return used
 
 
 def _numbers(folder: str) -> list[int]:

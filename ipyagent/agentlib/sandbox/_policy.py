@@ -2,7 +2,8 @@
 of the environment, and the launcher's command line that carries all of it.
 
 Writes: the workspace, and a private temporary folder made for the call (``TMPDIR`` and ``HOME``
-point there), removed after it. Nothing else.
+point there) and ``/dev/shm``, each a tmpfs of the call's own that nothing else sees and that
+ends with it. Nothing else.
 
 Reads (and running programs): what commands need and nothing personal —
 
@@ -78,6 +79,7 @@ class Limits:
 
 #: File names a module may have (``.py``, ``.pyc``, ``.cpython-311-x86_64-linux-gnu.so``, ...).
 MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+SHM = "/dev/shm"
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc")
 #: Entries of /etc left out: they hold the machine's secrets.
 ETC_SECRETS = frozenset(
@@ -219,10 +221,12 @@ def holds_home(cwd: str, home: str | None = None) -> bool:
 
 def build_spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
     workspace = os.path.realpath(cwd)
+    private = private_folders(workspace, os.path.realpath(tmp))
     return {
         "cwd": workspace,
         "read": read_paths(),
-        "write": sorted({workspace, os.path.realpath(tmp)}),
+        "write": sorted({workspace, os.path.realpath(tmp), *private}),
+        "private": private,
         "files": device_rules(),
         "network": limits.network,
         "memory": limits.memory,
@@ -230,10 +234,18 @@ def build_spec(cwd: str, tmp: str, limits: Limits) -> dict[str, Any]:
         "max_procs": limits.max_procs,
         "file_size": limits.file_size,
         "write_total": limits.write_total,
-        # The call's own temporary folder (a tmpfs of its own is mounted there): never the workspace.
-        "tmp": None if os.path.realpath(tmp) == workspace else os.path.realpath(tmp),
         "open_files": limits.open_files,
     }
+
+
+def private_folders(workspace: str, tmp: str) -> list[str]:
+    """Folders that get a tmpfs of their own, seen only by the call: its temporary folder (never
+    the workspace) and /dev/shm, where multiprocessing keeps its semaphores."""
+    out = [tmp] if tmp != workspace and not _under(workspace, tmp) else []
+    # Not over a temporary folder made inside it (TMPDIR=/dev/shm): that would hide it.
+    if os.path.isdir(SHM) and not os.path.islink(SHM) and not _under(tmp, SHM) and not _under(workspace, SHM):
+        out.append(SHM)
+    return out
 
 
 def command_env(tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
