@@ -103,6 +103,11 @@ async def main(runs: int) -> None:
                 ]
                 bw += argv
                 rows.append(row(f"bwrap: {label}", await atimed(lambda a=bw: unconfined(a, cwd), runs)))
+        for label, files, linked in (("10,000 files", 10_000, 0), ("1,000 hard-linked files", 1_000, 1_000)):
+            with tempfile.TemporaryDirectory() as big, tempfile.TemporaryDirectory() as store:
+                populate(big, store, files, linked)
+                samples = await atimed(lambda b=big: confined("true", b), max(5, runs // 4))
+                rows.append(row(f"sandboxed:  sh -c true, workspace of {label}", samples))
         bare = [py, "-E", "-s", "-S", "-c", "pass"]
         rows.append(
             row("part: launcher's bare python start", await atimed(lambda: unconfined(bare, cwd), runs))
@@ -131,6 +136,19 @@ async def main(runs: int) -> None:
         ],
         {"mechanism": state.mechanism, "landlock_abi": state.landlock_abi, "detail": str(state)},
     )
+
+
+def populate(folder: str, store: str, files: int, linked: int) -> None:
+    """``files`` small files in folders of 100, the first ``linked`` of them hard links to files
+    in ``store`` (as a package manager's cache links its files into a virtualenv)."""
+    for i in range(files):
+        sub = os.path.join(folder, f"d{i // 100}")
+        os.makedirs(sub, exist_ok=True)
+        path = os.path.join(sub, f"f{i}")
+        with open(os.path.join(store, f"f{i}") if i < linked else path, "w") as handle:
+            handle.write("x")
+        if i < linked:
+            os.link(os.path.join(store, f"f{i}"), path)
 
 
 SOCKET_FOLDERS = ("/tmp", "/run", "/var/run", "/var/tmp", "/dev/shm")
