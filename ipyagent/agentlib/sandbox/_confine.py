@@ -16,8 +16,13 @@ What each piece is for (measured in docs/sandbox.md):
 - the PID namespace: when its first process ends, the kernel kills everything left in it, so
   nothing outlives the call; and (Linux 6.14+) it has its own ``pid_max``, the one process limit
   that also holds for root, whom ``RLIMIT_NPROC`` never limits;
+- the mount namespace: its own ``/proc``, a private tmpfs over the call's temporary folder and
+  ``/dev/shm``, and a read-only bind mount over each file with more than one link where the
+  sandbox may write (:func:`seal_hard_links`);
 - rlimits: address space, CPU seconds, file size, open files, processes (a non-root user);
-- Landlock: reads only where a command needs to read, writes only in the workspace.
+- Landlock: reads only where a command needs to read, writes only in the workspace;
+- seccomp (:func:`seccomp`): no Unix socket, no io_uring, no fallocate;
+- the outer process counts what the sandbox writes and kills it past ``write_total``.
 
 Landlock is Linux's unprivileged access control, called here through ``ctypes``: a process builds
 a ruleset (which rights it handles, and which folders or files keep which of them), then
