@@ -4,7 +4,9 @@ per-file cap."""
 
 from __future__ import annotations
 
+import marshal
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +18,8 @@ import pytest
 
 from ipyagent import Agent
 from ipyagent.agentlib import sandbox
-from ipyagent.agentlib.sandbox._policy import read_paths
+from ipyagent.agentlib.sandbox import _confine
+from ipyagent.agentlib.sandbox._policy import build_spec, read_paths
 from ipyagent.agentlib.tools import tool
 from ipyagent.kernel.tools.shell import shell_tools
 from ipyagent.testing import ScriptedModel, tool_call
@@ -81,9 +84,10 @@ class Listeners:
         self.folders: list[str] = []
 
     def listen(self, folder: str) -> str:
-        made = tempfile.mkdtemp(prefix="ipyagent-sock-", dir=folder)
+        # Short names: a socket's path holds at most 107 bytes, and pytest's folders are long.
+        made = tempfile.mkdtemp(prefix="s", dir=folder)
         self.folders.append(made)
-        path = os.path.join(made, "service.sock")
+        path = os.path.join(made, "s")
         listener = socket.socket(socket.AF_UNIX)
         listener.bind(path)
         os.chmod(made, 0o755)
@@ -91,7 +95,7 @@ class Listeners:
         listener.listen()
         listener.setblocking(False)
         self.sockets[path] = listener
-        return path
+        return os.path.relpath(path) if folder == "." else path
 
     def reached(self) -> list[str]:
         out = []
@@ -186,11 +190,14 @@ async def test_a_sandboxed_tool_reaches_no_unix_socket_of_the_host(
 
 
 @needs_sandbox
-async def test_no_unix_socket_is_made_even_in_the_workspace_but_socketpair_works(workspace: Path) -> None:
+async def test_no_unix_socket_is_made_even_in_the_workspace_but_socketpair_works(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Promised in docs/sandbox.md: ``socket(AF_UNIX)`` is refused everywhere (a listener in the
     workspace too); ``socketpair`` (pipes between the sandbox's own processes, asyncio) works."""
     listeners = Listeners()
-    inside = listeners.listen(str(workspace))
+    monkeypatch.chdir(workspace)
+    inside = listeners.listen(".")  # relative: the sandbox runs in the workspace
     try:
         probe = (
             "import socket, asyncio\n"
@@ -438,8 +445,24 @@ async def test_writes_under_the_total_pass(workspace: Path) -> None:
 
 
 def test_an_architecture_without_a_filter_is_refused_not_run_open() -> None:
-    from ipyagent.agentlib.sandbox import _confine
-
     with pytest.raises(_confine.ConfineError, match="no seccomp filter for this architecture"):
         _confine.seccomp_program("sparc64")
     assert len(_confine.seccomp_program("x86_64")) % 8 == 0
+
+
+@needs_sandbox
+def test_the_total_holds_where_the_sandbox_gets_no_proc_of_its_own(workspace: Path, tmp_path: Path) -> None:
+    """Where /proc cannot be mounted (masked in many containers), the write counter picks the
+    sandbox's processes out of the machine's by their PID namespace."""
+    (workspace / "fill.py").write_text(FILL)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    spec = build_spec(str(workspace), str(tmp), sandbox.Limits(write_total=16 << 20, timeout=120))
+    spec["read"] = [p for p in spec["read"] if p != "/proc"]
+    spec["argv"] = [PY, "fill.py", "write", "64", str(4 << 20)]
+    spec["env"] = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "TMPDIR": str(tmp)}
+    launcher = [PY, "-E", "-s", "-S", _confine.__file__, marshal.dumps(spec).hex()]
+    done = subprocess.run(launcher, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == -signal.SIGXFSZ, done
+    assert "finished" not in done.stdout
+    assert written(workspace) < 128 << 20
