@@ -224,6 +224,41 @@ async def test_no_unix_socket_is_made_even_in_the_workspace_but_socketpair_works
         listeners.close()
 
 
+FAMILIES = """
+import socket
+for name, family, kind in [
+    ("vsock", 40, socket.SOCK_STREAM),  # to the hypervisor and other VMs: not in any namespace
+    ("packet", 17, socket.SOCK_RAW),
+    ("xdp", 44, socket.SOCK_RAW),
+    ("inet", 2, socket.SOCK_STREAM),
+    ("inet6", 10, socket.SOCK_STREAM),
+    ("netlink", 16, socket.SOCK_RAW),
+]:
+    try:
+        socket.socket(family, kind).close()
+        print(name, "made")
+    except OSError as exc:
+        print(name, "refused", exc.errno)
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("network", [False, True])
+async def test_only_network_sockets_are_made(workspace: Path, network: bool) -> None:
+    """Sockets are made only of the families a network namespace holds (IP, and netlink to
+    configure it); a vsock socket, which no namespace confines, is refused. Nothing connects."""
+    limits = sandbox.Limits(network=network)
+    result = await sandbox.run([PY, "-c", FAMILIES], cwd=workspace, limits=limits)
+    assert result.stdout.splitlines() == [
+        "vsock refused 97",
+        "packet refused 97",
+        "xdp refused 97",
+        "inet made",
+        "inet6 made",
+        "netlink made",
+    ], result
+
+
 @needs_sandbox
 async def test_io_uring_cannot_go_round_the_socket_rule(workspace: Path) -> None:
     """io_uring makes sockets without the socket() system call: it is refused."""

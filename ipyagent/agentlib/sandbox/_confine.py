@@ -21,7 +21,8 @@ What each piece is for (measured in docs/sandbox.md):
   sandbox may write (:func:`seal_hard_links`);
 - rlimits: address space, CPU seconds, file size, open files, processes (a non-root user);
 - Landlock: reads only where a command needs to read, writes only in the workspace;
-- seccomp (:func:`seccomp`): no Unix socket, no io_uring, no fallocate;
+- seccomp (:func:`seccomp`): no Unix or vsock socket (IP and netlink only), no io_uring, no
+  fallocate;
 - the outer process counts what the sandbox writes and kills it past ``write_total``.
 
 Landlock is Linux's unprivileged access control, called here through ``ctypes``: a process builds
@@ -501,7 +502,9 @@ def _failed(what: str) -> ConfineError:
 # integer arguments, never the address connect() points at, so it refuses the socket itself:
 # ``socket(AF_UNIX, ...)`` fails with EACCES, whatever path it would have reached, the workspace's
 # included. ``socketpair()`` (pipes between the sandbox's own processes, asyncio's wakeup) is a
-# call of its own and stays allowed. io_uring can make sockets without socket(): refused.
+# call of its own and stays allowed. Of the other families only those a network namespace
+# confines are made (IP, netlink); vsock, which none confines, is not. io_uring can make sockets
+# without socket(): refused.
 # fallocate() reserves disk space without writing a byte, where the total-written limit (the
 # kernel's I/O accounting) would not see it: refused with EOPNOTSUPP, which glibc's
 # posix_fallocate() and the programs that call fallocate() answer by writing.
@@ -509,7 +512,11 @@ def _failed(what: str) -> ConfineError:
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
 _RET_ALLOW, _RET_ERRNO, _RET_KILL = 0x7FFF0000, 0x00050000, 0x80000000
-_AF_UNIX, _EPERM, _EACCES, _EOPNOTSUPP = 1, 1, 13, 95
+_AF_UNIX, _EPERM, _EACCES, _EOPNOTSUPP, _EAFNOSUPPORT = 1, 1, 13, 95, 97
+#: The only families a socket may have (AF_INET, AF_INET6, AF_NETLINK): what a network namespace
+#: confines. Any other is "not supported" — AF_VSOCK above all, which reaches the hypervisor and
+#: other VMs whatever the network namespace, and raw packet or XDP sockets.
+_NETWORK_FAMILIES = (2, 10, 16)
 _IO_URING = (425, 426, 427)  # setup, enter, register: the same numbers on every architecture
 _X32_BIT = 0x40000000
 #: machine -> (AUDIT_ARCH_*, socket, fallocate); x86_64's i386 and x32 calls are refused whole.
@@ -550,8 +557,10 @@ def seccomp_program(machine: str) -> bytes:
         (_BPF_LD_W_ABS, 0, 0, low_half),
         (_BPF_JEQ_K, 0, 1, _AF_UNIX),
         (_BPF_RET_K, 0, 0, _RET_ERRNO | _EACCES),
-        (_BPF_RET_K, 0, 0, _RET_ALLOW),
     ]
+    for family in _NETWORK_FAMILIES:
+        code += [(_BPF_JEQ_K, 0, 1, family), (_BPF_RET_K, 0, 0, _RET_ALLOW)]
+    code.append((_BPF_RET_K, 0, 0, _RET_ERRNO | _EAFNOSUPPORT))
     return b"".join(struct.pack("=HBBI", op, jt, jf, k) for op, jt, jf, k in code)
 
 
