@@ -385,6 +385,30 @@ async def test_a_sandboxed_tool_cannot_write_through_a_hard_link(
     assert unchanged(linked)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+@needs_sandbox
+async def test_a_hard_link_in_a_folder_the_sandbox_cannot_list_is_not_written_either(
+    workspace: Path, outside: Path
+) -> None:
+    """A folder another user owns, that may be entered and written but not listed (0o703): the
+    walk cannot see the link in it, so the whole folder is read-only."""
+    target = outside / "settings.txt"
+    target.write_text("original\n")
+    hidden = workspace / "hidden"
+    hidden.mkdir()
+    os.link(target, hidden / "settings.txt")
+    os.chown(hidden, 65534, 65534)
+    hidden.chmod(0o703)
+    result = await sandbox.run("echo evil > hidden/settings.txt; ls hidden; echo done", cwd=workspace)
+    assert result.stdout == "done\n", result
+    assert "Read-only file system" in result.stderr
+    assert not_evil(target)
+
+
+def not_evil(target: Path) -> bool:
+    return target.read_text() == "original\n"
+
+
 @needs_sandbox
 async def test_files_with_one_link_stay_writable(workspace: Path) -> None:
     (workspace / "a.txt").write_text("a\n")

@@ -301,8 +301,8 @@ def _write(path: str, text: str) -> None:
 # sandbox's own mount namespace: reading it works, writing, truncating or chmod-ing it fails with
 # EROFS, removing or renaming it with EBUSY; nothing changes outside. The sandbox cannot undo the
 # mount (Landlock denies mount changes) nor link it elsewhere (a link across mounts is EXDEV).
-# Files are found by walking the folder once, at the start of each call; a link made outside
-# while the call runs is not covered.
+# Files are found by walking the folder once, at the start of each call; a folder the walk may
+# not list is made read-only whole. A link made outside while the call runs is not covered.
 
 _OPEN_TREE, _MOVE_MOUNT, _MOUNT_SETATTR = 428, 429, 442  # the same on every architecture
 _OPEN_TREE_CLONE, _AT_EMPTY_PATH, _MOUNT_ATTR_RDONLY = 1, 0x1000, 1
@@ -311,29 +311,73 @@ _MOVE_MOUNT_F_EMPTY_PATH, _MOVE_MOUNT_T_EMPTY_PATH = 0x4, 0x40
 
 def seal_hard_links(folder: str) -> int:
     """Make every regular file under ``folder`` that has more than one link read-only in this
-    mount namespace (see above); returns how many. Folders are opened without following links
-    (:func:`os.fwalk`) and each file is mounted through its own descriptor, so nothing swapped in
-    during the walk is mounted in its place."""
+    mount namespace (see above); returns how many mounts it made. A folder the walk may not
+    list (another user's, 0o703) could hide such a link: it is made read-only whole. Folders are
+    opened without following links, one open descriptor per level, and each file or folder is
+    mounted through its own descriptor, so nothing swapped in during the walk is mounted in its
+    place."""
+    try:
+        top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return 0  # not there: nothing to write in
+    sealed = 0
+    # One frame per level: the folder's descriptor, its path (for messages), what is left of it.
+    stack: list[tuple[int, str, list[os.DirEntry[str]]]] = []
+    sealed += _enter(stack, top, folder)
+    while stack:
+        dir_fd, shown, left = stack[-1]
+        if not left:
+            os.close(dir_fd)
+            stack.pop()
+            continue
+        entry = left.pop()
+        path = f"{shown}/{entry.name}"
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+                sealed += _enter(stack, os.open(entry.name, flags, dir_fd=dir_fd), path)
+            elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_nlink > 1:
+                sealed += _seal_at(dir_fd, entry.name, path)
+        except PermissionError:
+            sealed += _seal_at(dir_fd, entry.name, path)  # cannot be looked into: read-only whole
+        except OSError:
+            continue  # gone or swapped since the listing
+    return sealed
+
+
+def _enter(stack: list[tuple[int, str, list[os.DirEntry[str]]]], dir_fd: int, shown: str) -> int:
+    """Push the folder ``dir_fd`` to be walked; one it may not list is made read-only instead
+    (returns 1 then)."""
+    try:
+        with os.scandir(dir_fd) as entries:
+            stack.append((dir_fd, shown, list(entries)))
+        return 0
+    except PermissionError:
+        try:
+            return _seal(dir_fd, shown)
+        finally:
+            os.close(dir_fd)
+
+
+def _seal_at(dir_fd: int, name: str, shown: str) -> int:
+    fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        return _seal(fd, shown)
+    finally:
+        os.close(fd)
+
+
+def _seal(fd: int, shown: str) -> int:
+    """Make the file or folder ``fd`` read-only, if it is still one to seal; 1 if it was."""
     import stat
 
-    sealed = 0
-    for _, _, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
-        for name in names:
-            try:
-                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except OSError:
-                continue  # gone since the listing
-            if not stat.S_ISREG(info.st_mode) or info.st_nlink < 2:
-                continue
-            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-            try:
-                now = os.fstat(fd)
-                if stat.S_ISREG(now.st_mode) and now.st_nlink > 1:
-                    _read_only_mount(fd, os.path.join(folder, name))
-                    sealed += 1
-            finally:
-                os.close(fd)
-    return sealed
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_nlink < 2:
+        return 0
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        return 0
+    _read_only_mount(fd, shown)
+    return 1
 
 
 def _read_only_mount(fd: int, shown: str) -> None:
