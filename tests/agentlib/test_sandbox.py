@@ -239,7 +239,7 @@ def test_reads_allow_the_python_under_home_but_never_home_itself(tmp_path: Path)
     home = tmp_path / "home"
     venv = home / ".venv"
     venv.mkdir(parents=True)
-    allowed = read_paths(home=str(home), python_paths=[str(home), str(venv), "/", str(tmp_path)])
+    allowed = read_paths(home=str(home), python_paths=[], library=[str(home), str(venv), "/", str(tmp_path)])
     assert str(venv.resolve()) in allowed
     assert str(home.resolve()) not in allowed
     assert "/" not in allowed and str(tmp_path.resolve()) not in allowed  # they hold the home folder

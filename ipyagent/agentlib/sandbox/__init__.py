@@ -1,13 +1,16 @@
 """An operating-system sandbox for tools that touch the system.
 
 A command (:func:`run`) or a Python function (:func:`call`) runs in a child process that the
-kernel confines: it writes only inside the workspace (and a private temporary folder), reads only
-the system's programs and libraries, the running Python and the workspace, has no network unless
-allowed, and is held to limits on time, memory, processes, file size and open files. Where this
-machine cannot confine a child, nothing runs: :class:`SandboxUnavailable` says what is missing.
+kernel confines: it writes only inside the workspace (and a private temporary folder), never
+through a file with more than one link, reads only the system's programs and libraries, the
+running Python and the workspace, has no network unless allowed and no Unix socket at all, and
+is held to limits on time, memory, processes, file size, bytes written in all and open files.
+Where this machine cannot confine a child, nothing runs: :class:`SandboxUnavailable` says what
+is missing.
 
-The mechanism — user, network and PID namespaces, resource limits and Landlock, all from the
-kernel, nothing to install — and why it was chosen are in docs/sandbox.md. This package owns the
+The mechanism — user, network, PID and mount namespaces, resource limits, Landlock and a small
+seccomp filter, all from the kernel, nothing to install — and why it was chosen are in
+docs/sandbox.md. This package owns the
 confinement; the tools that use it (``shell``, ``@tool(sandboxed=True)``) live with the tools.
 
 Set ``IPYAGENT_SANDBOX=off`` to turn the sandbox off on purpose: sandboxed tools are then refused
@@ -78,8 +81,8 @@ class Availability:
 class SandboxResult:
     """How a sandboxed command ended. ``reason``: ``exited`` (see ``exit_code``), ``timeout``
     (killed at the time limit), ``signal`` (killed by ``signal``: ``SIGXCPU`` is the CPU limit,
-    ``SIGXFSZ`` the file-size limit). ``stdout``/``stderr`` keep the first ``Limits.output`` bytes;
-    ``truncated`` says whether more was cut."""
+    ``SIGXFSZ`` the file-size limit, of one file or the call's total). ``stdout``/``stderr``
+    keep the first ``Limits.output`` bytes; ``truncated`` says whether more was cut."""
 
     exit_code: int | None
     stdout: str
@@ -133,7 +136,7 @@ def _probe() -> Availability:
     done = _try_launcher(Limits(timeout=10))
     if isinstance(done, Availability):
         return done
-    how = "namespaces (user, network, PID, mount, IPC) + rlimits + Landlock"
+    how = "namespaces (user, network, PID, mount, IPC) + rlimits + Landlock + seccomp"
     if done.returncode == 0:
         return Availability(f"landlock-v{abi}", f"Sandbox: {how}, Landlock ABI {abi}.", abi)
     why = _why(done)

@@ -89,8 +89,8 @@ def _answer(data: bytes, status: int) -> Any:
             raise SandboxUnavailable("Not run: the sandbox could not confine the call.")
         ended = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
         raise SandboxError(
-            f"The sandboxed call {ended} before it answered (a limit on memory, CPU time or "
-            "processes may have stopped it)."
+            f"The sandboxed call {ended} before it answered (a limit on memory, CPU time, "
+            "processes or bytes written may have stopped it)."
         )
     try:
         kind, payload = pickle.loads(data)

@@ -61,7 +61,10 @@ def describe(result: sandbox.SandboxResult, limits: sandbox.Limits) -> str:
     if result.reason == "timeout":
         head = f"[killed: ran past the time limit of {limits.timeout:g} s]"
     elif result.reason == "signal":
-        why = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)"}.get(result.signal or "", "")
+        why = {
+            "SIGXCPU": " (CPU time limit)",
+            "SIGXFSZ": " (file size limit: of one file, or of all written by the call)",
+        }.get(result.signal or "", "")
         head = f"[killed by {result.signal}{why}]"
     else:
         head = f"[exit code {result.exit_code}]"
