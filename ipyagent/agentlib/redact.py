@@ -4,15 +4,17 @@ One owner for both questions, so every boundary masks the same things the same w
 
 - :func:`known_secrets`: the values that must never be written — key-like environment
   variables (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ...), the endpoint keys of the config file,
-  and the credentials inside URLs (``https://user:KEY@host``, ``?api_key=KEY``) found in either
+  and the credentials inside URLs (``https://user:KEY@host``, ``?api_key=KEY``) found in either,
+  each with the escaped forms it takes inside a JSON string or a repr
   (the endpoints' values come from :mod:`.endpoints`, which registers them with
   :func:`add_secret_source`: the adapters that the endpoint registry builds import this module,
   so it imports none of them);
 - :func:`redact` and :func:`redact_strings`: those values masked in a text or in every string
   of a JSON-like value (cassettes, session files, tool results);
 - :func:`mask_secrets`: those values *and* text shaped like a credential (``sk-...``,
-  ``ghp_...``, ``AKIA...``, private-key blocks, URL credentials) masked, for what is sent to a
-  model (:mod:`.request_redaction`);
+  ``ghp_...``, ``AKIA...``, ``pypi-...``, ``gsk_...``, ``xai-...``, ``npm_...``, JWTs, PEM,
+  OpenSSH and PGP private-key blocks, URL credentials) masked, for what is sent to a model
+  (:mod:`.request_redaction`);
 - :func:`redact_url`: a URL — or any text holding URLs — with its credentials masked, for
   messages, reprs and logs; :func:`split_userinfo` takes them out of a URL altogether, so that a
   request URL never carries them (they go in a header instead);
@@ -137,7 +139,24 @@ def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     for source in _SOURCES:
         with contextlib.suppress(Exception):  # a broken config file is reported where it is used
             found.update(source())
-    return sorted((s for s in found if len(s) >= MIN_SECRET_LEN), key=len, reverse=True)
+    found = {s for s in found if len(s) >= MIN_SECRET_LEN}
+    return sorted(found.union(*map(_escaped_forms, found)), key=len, reverse=True)
+
+
+# A character that a JSON string or a Python repr writes differently: quotes, a backslash,
+# control characters, anything beyond ASCII.
+_ESCAPED = re.compile(r"[\"'\\]|[^\x20-\x7e]")
+
+
+def _escaped_forms(secret: str) -> set[str]:
+    r"""How ``secret`` reads once written inside a string literal, when that differs from the
+    value: ``json.dumps(os.environ)`` turns ``"`` into ``\"`` and ``\`` into ``\\``, and
+    ``print(os.environ)`` writes the repr. Each form is masked like the value itself."""
+    if not _ESCAPED.search(secret):
+        return set()  # the common case, checked once per secret and request
+    forms = {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1]}
+    forms.discard(secret)
+    return forms
 
 
 def redact_text(text: str) -> str:
@@ -169,8 +188,14 @@ SECRET_SHAPES = re.compile(
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
     r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
     r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|pypi-Ag[A-Za-z0-9_-]{40,}"  # PyPI (a macaroon: base64 of a version byte, then the location)
+    r"|gsk_[A-Za-z0-9]{20,}"  # Groq
+    r"|xai-(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,}"  # xAI (model names "xai-grok-2" have dashes)
+    r"|npm_[A-Za-z0-9]{30,}"  # npm
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # a JWT: {"...}.{"...}.signature
     r")"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    # Private keys (PEM, OpenSSH, PGP's "PRIVATE KEY BLOCK"), to their end or the end of the text.
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|$)"
 )
 
 

@@ -4,9 +4,15 @@ Every request a run sends passes through a :class:`RequestRedactor` (on by defau
 ``Agent(redact_requests=False)`` or ``redact_requests = false`` in the config file) after the
 before-model hooks and before the policies and the adapter: the system prompt, the user's text,
 tool calls and tool results get every known secret (:func:`~.redact.known_secrets`: key-like
-environment variables, the config file's keys, URL credentials) and every credential-shaped
-string (``sk-...``, ``ghp_...``, ``AKIA...``; :data:`~.redact.SECRET_SHAPES`) replaced by
-``[redacted]``.
+environment variables, the config file's keys, URL credentials — each also in the escaped form
+``json.dumps`` or ``repr`` writes it in when it holds a quote or a backslash) and every
+credential-shaped string (``sk-...``, ``ghp_...``, ``AKIA...``, ``pypi-...``, ``gsk_...``,
+``xai-...``, ``npm_...``, JWTs, PEM, OpenSSH and PGP private-key blocks;
+:data:`~.redact.SECRET_SHAPES`) replaced by ``[redacted]``.
+
+The shapes are one compiled regular expression and the secrets one list, both applied to each
+message once (see :class:`RequestRedactor`): a new kind of token is one more alternative of
+that expression, never another pass over the transcript.
 
 Only the copy on the wire is masked. The conversation keeps what the user wrote: it is the
 user's own record, beside their notebook (the session file already redacts the known secrets
