@@ -16,7 +16,9 @@ One owner for both questions, so every boundary masks the same things the same w
   OpenSSH and PGP private-key blocks, URL credentials) masked, for what is sent to a model
   (:mod:`.request_redaction`);
 - :func:`redact_url`: a URL — or any text holding URLs — with its credentials masked, for
-  messages, reprs and logs; :func:`split_userinfo` takes them out of a URL altogether, so that a
+  messages, reprs and logs: the userinfo, key-like query and fragment parameters, and the pieces
+  of a path or fragment that :func:`looks_like_key` (a gateway's ``https://host/KEY/v1``);
+  :func:`split_userinfo` takes them out of a URL altogether, so that a
   request URL never carries them (they go in a header instead);
 - :class:`URLCredentialFilter`: a logging filter that masks URL credentials in log records
   (httpx logs every request's URL).
@@ -43,6 +45,7 @@ __all__ = [
     "add_secret_source",
     "is_secret_header",
     "known_secrets",
+    "looks_like_key",
     "mask_secrets",
     "redact",
     "redact_json_line",
@@ -66,24 +69,74 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGN
 _SECRET_PARAM = re.compile(r"key|token|secret|passw|credential|^sig$|signature|^auth", re.IGNORECASE)
 # The userinfo of a URL: everything between "://" and the last "@" before the host ends.
 _USERINFO = re.compile(r"(?<=://)[^/?#\s@]*(?:@[^/?#\s@]*)*@")
-# Quotes and brackets end a value: a URL is often quoted or parenthesised in a message.
-_QUERY_PAIR = re.compile(r"([?&;])([^=&#;\s]+)=([^&#;\s'\"<>()\[\]{},]*)")
+# Quotes and brackets end a value: a URL is often quoted or parenthesised in a message. A
+# fragment's pairs (``#access_token=...``, OAuth's implicit flow) count like the query's.
+_QUERY_PAIR = re.compile(r"([?&;#])([^=&#;\s]+)=([^&#;\s'\"<>()\[\]{},]*)")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+# Where a URL's path ends and its fragment starts, after the authority.
+_AUTHORITY = re.compile(r"[^/?#]*")
+# A piece of a path or fragment, between the characters that separate pieces.
+_PIECE = re.compile(r"[A-Za-z0-9._~+%-]+")
+# A run of letters and digits long enough to be a key rather than a word, a version or a name.
+_RUN = re.compile(r"[A-Za-z0-9]{16,}")
+_HEX = re.compile(r"[0-9a-fA-F]{32,}")
 
 
-def redact_url(text: str) -> str:
+def looks_like_key(piece: str) -> bool:
+    """Whether a piece of a URL's path or fragment looks like a key: it holds a run of 16+
+    letters and digits that mixes digits, lower- and upper-case letters (base62 and base64
+    keys), or 32+ hex digits (hex keys, account ids), or a credential of a known shape.
+
+    Words, versions, deployment and model names (``v1``, ``my-gpt4o-2024-08-06``,
+    ``Meta-Llama-3.1-70B-Instruct``) do not: their runs are short or lack a mix. A key of
+    lower-case letters and digits only is not recognised by its look; the endpoint's own key and
+    the environment's secrets are masked as known values wherever they appear.
+    """
+    if SECRET_SHAPES.search(piece):
+        return True
+    for run in _RUN.findall(piece):
+        if _HEX.fullmatch(run) or (
+            not run.isdigit() and not run.isalpha() and not run.islower() and not run.isupper()
+        ):
+            return True
+    return False
+
+
+def redact_url(text: str, *, paths: bool = True) -> str:
     """``text`` with the credentials of every URL in it masked: the whole userinfo
-    (``https://***@host``) and the value of key-like query parameters (``?api_key=***``)."""
+    (``https://***@host``), the value of key-like query and fragment parameters
+    (``?api_key=***``, ``#token=***``) and, unless ``paths=False``, every piece of a path or
+    fragment that :func:`looks_like_key` (``https://gateway/***/v1``).
+
+    What is sent to a model passes ``paths=False`` (see :func:`mask_secrets`): there a URL is
+    often the work itself (a document's or a commit's address), and guessing by the look would
+    take it away; known secrets are masked there wherever they appear, URLs included.
+    """
     if "://" not in text:
         return text
-    return _URL.sub(lambda m: _redact_one_url(m.group(0)), text)
+    return _URL.sub(lambda m: _redact_one_url(m.group(0), paths), text)
 
 
-def _redact_one_url(url: str) -> str:
+def _redact_one_url(url: str, paths: bool) -> str:
     url = _USERINFO.sub(f"{MASK}@", url, count=1)
-    return _QUERY_PAIR.sub(
+    url = _QUERY_PAIR.sub(
         lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if _SECRET_PARAM.search(m.group(2)) else m.group(0), url
     )
+    if not paths:
+        return url
+    scheme, _, rest = url.partition("://")
+    authority = _AUTHORITY.match(rest)
+    start = len(scheme) + 3 + (authority.end() if authority else 0)
+    path, sep, query = url[start:].partition("?")
+    path, hash_, fragment = path.partition("#")
+    if not hash_:  # a fragment after the query: the query's pairs were masked above
+        query, hash_, fragment = query.partition("#")
+    masked = _mask_pieces(path) + sep + query + hash_ + _mask_pieces(fragment)
+    return url[:start] + masked
+
+
+def _mask_pieces(part: str) -> str:
+    return _PIECE.sub(lambda m: MASK if looks_like_key(m.group(0)) else m.group(0), part) if part else part
 
 
 def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
@@ -100,7 +153,9 @@ def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
 
 
 def url_secrets(url: str) -> set[str]:
-    """The credentials a URL holds, raw and decoded: its userinfo and key-like query values."""
+    """The credentials a URL holds, raw and decoded: its userinfo, key-like query and fragment
+    values, and the pieces of its path and fragment that :func:`looks_like_key` — a gateway
+    that reads its key from the path (``https://gateway/KEY/v1``) shows it in what it echoes."""
     found: set[str] = set()
     for match in _USERINFO.finditer(url):
         userinfo = match.group(0)[:-1]
@@ -109,6 +164,14 @@ def url_secrets(url: str) -> set[str]:
     for match in _QUERY_PAIR.finditer(url):
         if _SECRET_PARAM.search(match.group(2)):
             found.update({match.group(3), unquote(match.group(3))})
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return {s for s in found if s}
+    for part in (parts.path, parts.fragment):
+        for piece in _PIECE.findall(part):
+            if looks_like_key(piece):
+                found.update({piece, unquote(piece)})
     return {s for s in found if s}
 
 
@@ -201,12 +264,14 @@ SECRET_SHAPES = re.compile(
 
 def mask_secrets(text: str, secrets: Sequence[str], marker: str = REDACTED) -> str:
     """``text`` with every one of ``secrets`` (longest first), every credential-shaped string
-    (:data:`SECRET_SHAPES`) and every URL credential masked. Text that holds none of them comes
-    back as the same object, so callers can tell cheaply that nothing changed."""
+    (:data:`SECRET_SHAPES`) and every URL credential (userinfo, key-like query and fragment
+    parameters; see :func:`redact_url` for why a path is not judged by its look here) masked.
+    Text that holds none of them comes back as the same object, so callers can tell cheaply
+    that nothing changed."""
     masked = redact(text, secrets, marker)
     if SECRET_SHAPES.search(masked):
         masked = SECRET_SHAPES.sub(marker, masked)
-    masked = redact_url(masked)
+    masked = redact_url(masked, paths=False)
     return text if masked == text else masked
 
 
