@@ -30,6 +30,7 @@ writer, the session writer and the agent loop (tool results) call it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -92,14 +93,14 @@ def looks_like_key(piece: str) -> bool:
     lower-case letters and digits only is not recognised by its look; the endpoint's own key and
     the environment's secrets are masked as known values wherever they appear.
     """
-    if SECRET_SHAPES.search(piece):
-        return True
+    if len(piece) < 16:  # "v1", "api", "openai": most pieces, and no key is this short
+        return False
     for run in _RUN.findall(piece):
         if _HEX.fullmatch(run) or (
             not run.isdigit() and not run.isalpha() and not run.islower() and not run.isupper()
         ):
             return True
-    return False
+    return SECRET_SHAPES.search(piece) is not None
 
 
 def redact_url(text: str, *, paths: bool = True) -> str:
@@ -156,6 +157,13 @@ def url_secrets(url: str) -> set[str]:
     """The credentials a URL holds, raw and decoded: its userinfo, key-like query and fragment
     values, and the pieces of its path and fragment that :func:`looks_like_key` — a gateway
     that reads its key from the path (``https://gateway/KEY/v1``) shows it in what it echoes."""
+    return set(_url_secrets(url))
+
+
+# Every request asks for the secrets of the same few URLs (the endpoints' base URLs, the
+# environment's), and the answer depends on the text alone.
+@functools.lru_cache(maxsize=256)
+def _url_secrets(url: str) -> frozenset[str]:
     found: set[str] = set()
     for match in _USERINFO.finditer(url):
         userinfo = match.group(0)[:-1]
@@ -167,12 +175,12 @@ def url_secrets(url: str) -> set[str]:
     try:
         parts = urlsplit(url.strip())
     except ValueError:
-        return {s for s in found if s}
+        return frozenset(s for s in found if s)
     for part in (parts.path, parts.fragment):
         for piece in _PIECE.findall(part):
             if looks_like_key(piece):
                 found.update({piece, unquote(piece)})
-    return {s for s in found if s}
+    return frozenset(s for s in found if s)
 
 
 def is_secret_header(name: str) -> bool:
