@@ -195,3 +195,31 @@ async def test_a_known_secret_is_masked_in_its_escaped_forms(
 
 def read(path: Path) -> str:
     return path.read_text()
+
+
+def test_each_request_looks_only_at_the_messages_added_since_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The transcript is resent every turn: looking at every message of it, every turn, made a
+    # long conversation's redaction quadratic.
+    visited: list[Message] = []
+    look = RequestRedactor._message
+
+    def counting(self: RequestRedactor, message: Message) -> Message:
+        visited.append(message)
+        return look(self, message)
+
+    monkeypatch.setattr(RequestRedactor, "_message", counting)
+    redactor = RequestRedactor()
+    messages: list[Message] = []
+    for turn in range(200):
+        messages += [Message.user(f"turn {turn} with {SHAPES[0]}"), Message.user(f"reply {turn}")]
+        masked = redactor(ModelRequest(model="m", messages=list(messages)))
+        assert masked.messages[-2].text == f"turn {turn} with [redacted]"
+    assert len(visited) == 400
+    # A transcript that changed in the middle (a compaction) is looked at again, message by
+    # message; what was masked before is reused.
+    compacted = [Message.user("summary"), *messages[-4:]]
+    masked = redactor(ModelRequest(model="m", messages=compacted))
+    assert [m.text for m in masked.messages][1] == "turn 198 with [redacted]"
+    assert masked.messages[1] is redactor(ModelRequest(model="m", messages=compacted)).messages[1]
