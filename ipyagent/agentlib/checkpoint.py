@@ -11,8 +11,12 @@ previous one is done and at close: a map's loop never waits for the disk, which 
 milliseconds per call.
 
 A checkpoint written for another call is never reused: :func:`open_checkpoint` warns, naming the
-file, and starts a file of its own beside it. This module owns the file format; what an item's
-outcome is, and when to write it, is :mod:`.maps`'s.
+file, and starts a file of its own beside it. A file whose header cannot be read is *not* taken
+for another call's (that would ask every item on file again, and pay for it, without a word): it
+stops the map with a :class:`UserError` that names the file and line 1, says how many finished
+items it holds, and gives the header this call expects, so the file can be mended and resumed.
+A damaged line further down stops the map the same way, naming its line. This module owns the
+file format; what an item's outcome is, and when to write it, is :mod:`.maps`'s.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 from .errors import UserError
 from .jsonl import append_line, json_line, open_for_append
 
-__all__ = ["Checkpoint", "CheckpointRecord", "MapCheckpointWarning", "open_checkpoint"]
+__all__ = ["Checkpoint", "CheckpointRecord", "MapCheckpointWarning", "damaged", "open_checkpoint"]
 
 FORMAT, VERSION = "ipyagent-map", 1
 
@@ -47,6 +51,8 @@ class CheckpointRecord:
     output: Any = None
     error: dict[str, Any] | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    #: Where the record was read from (its line number in the file; 0: written by this map).
+    line_number: int = field(default=0, compare=False)
 
     def line(self) -> str:
         record: dict[str, Any] = {"i": self.index, "key": self.key, "ok": self.ok, "usage": self.usage}
@@ -158,15 +164,14 @@ def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
     if not raw.strip():
         return {}
     lines = raw.split(b"\n")
-    try:
-        header = json.loads(lines[0])
-    except ValueError:
+    header = _header(lines[0])
+    if header is None:
+        raise _damaged_header(path, fingerprint, sum(1 for line in lines[1:] if line.strip()))
+    if header["call"] != fingerprint:
         return None
-    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("call") != fingerprint:
-        return None
-    body = [line for line in lines[1:] if line.strip()]
+    numbers = [number for number, line in enumerate(lines[1:], 2) if line.strip()]
     try:  # one parse for the whole file: resuming a long map is then quick
-        parsed = json.loads(b"[" + b",".join(body) + b"]")
+        parsed = json.loads(b"[" + b",".join(lines[n - 1] for n in numbers) + b"]")
         return {
             int(d["i"]): CheckpointRecord(
                 int(d["i"]),
@@ -175,8 +180,9 @@ def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
                 d.get("output"),
                 d.get("error"),
                 d.get("usage") or {},
+                number,
             )
-            for d in parsed
+            for d, number in zip(parsed, numbers, strict=True)
         }
     except (ValueError, KeyError, TypeError):
         pass  # a torn or damaged line: read line by line, to say which
@@ -193,6 +199,7 @@ def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
                 output=data.get("output"),
                 error=data.get("error"),
                 usage=dict(data.get("usage") or {}),
+                line_number=number,
             )
         except (ValueError, KeyError, TypeError):
             if number == len(lines) or (number == len(lines) - 1 and not lines[-1].strip()):
@@ -202,10 +209,48 @@ def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
                     stacklevel=4,
                 )
                 continue
-            raise UserError(
-                f"The checkpoint {path} is damaged at line {number}.",
-                hint="Move it aside to start the map afresh, or pass another checkpoint=PATH.",
-                code="checkpoint_damaged",
-            ) from None
+            raise damaged(path, number, "is not a finished item's record") from None
         records[record.index] = record
     return records
+
+
+def _header(line: bytes) -> dict[str, Any] | None:
+    """The header a checkpoint opens with, or None when ``line`` is not one."""
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return None
+    ok = isinstance(header, dict) and header.get("format") == FORMAT and isinstance(header.get("call"), str)
+    return header if ok else None
+
+
+def damaged(path: Path, number: int, what: str) -> UserError:
+    """The error for line ``number`` of the checkpoint ``path``, which ``what`` (it cannot be
+    read as a record: hand-edited, or written over)."""
+    return UserError(
+        f"The checkpoint {path} is damaged at line {number}: it {what}.",
+        hint=f"Mend or delete line {number} of {path} (a deleted line's item is asked again, and paid "
+        "for), then run the map again; or pass checkpoint=<a new path> to start afresh (every item is "
+        "asked again).",
+        code="checkpoint_damaged",
+    )
+
+
+def _damaged_header(path: Path, fingerprint: str, held: int) -> UserError:
+    expected = json_line({"format": FORMAT, "version": VERSION, "call": fingerprint}).strip()
+    if not held:
+        return UserError(
+            f"The checkpoint {path} is damaged at line 1: it is not a map checkpoint's header, and no "
+            "finished item follows it.",
+            hint=f"Nothing on file is lost: delete {path} and run the map again.",
+            code="checkpoint_damaged",
+        )
+    return UserError(
+        f"The checkpoint {path} is damaged at line 1: it is not a map checkpoint's header, so the "
+        f"{held} finished item{'s' if held > 1 else ''} after it cannot be told to be this map's. "
+        "Nothing was asked.",
+        hint=f"If the file is this map's, make its line 1 read {expected} and run the map again: the "
+        f"items on file are then not asked again. Otherwise delete {path}, or pass checkpoint=<a new "
+        "path>, to ask every item again (and pay for it).",
+        code="checkpoint_damaged",
+    )

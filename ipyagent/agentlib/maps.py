@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from pydantic import ValidationError
+
 from .budget import Budget, spent_tokens
 from .bus import EventBus
-from .checkpoint import Checkpoint, CheckpointRecord, open_checkpoint
+from .checkpoint import Checkpoint, CheckpointRecord, damaged, open_checkpoint
 from .conversation import Conversation
 from .errors import ErrorInfo, UserError
 from .events import AgentEvent, MapProgress
@@ -340,24 +342,55 @@ class _Map:
         return result.to_pandas() if self.given.kind != "list" else result
 
     def _resume(self, retry_failed: bool) -> list[MapJob]:
-        """The items to run: those the checkpoint does not hold (or holds as failed, when asked)."""
+        """The items to run: those the checkpoint does not hold (or holds as failed, when asked).
+
+        A record that cannot be loaded stops the map before anything is asked: an output the
+        output type no longer accepts (a validator added since: the schema, and so the call, is
+        the same) or a hand-edited usage or error. Asking such items again would pay for them
+        twice without a word; the error names the file, the line and the ways out."""
         records = self.store.records if self.store else {}
         output = self.config.output
         jobs = []
+        rejected: list[tuple[CheckpointRecord, str]] = []
         for index, prompt in enumerate(self.given.prompts):
             record = records.get(index)
             if record is None or record.key != prompt_key(prompt) or (retry_failed and not record.ok):
                 jobs.append(MapJob(index, prompt))
                 continue
-            usage = Usage.model_validate(record.usage)
+            try:
+                usage = Usage.model_validate(record.usage)
+                error = ErrorInfo.model_validate(record.error) if record.error else None
+            except ValidationError as exc:
+                assert self.store is not None  # records come from it
+                raise damaged(self.store.path, record.line_number, f"holds {_problems(exc)}") from None
             if record.ok:
-                value = output.load(record.output) if output else record.output
+                try:
+                    value = output.load(record.output) if output else record.output
+                except (ValidationError, ValueError, TypeError) as exc:
+                    rejected.append((record, _problems(exc)))
+                    continue
                 self.results[index] = ItemResult(index, "ok", output=value, usage=usage, resumed=True)
             else:
-                error = ErrorInfo.model_validate(record.error) if record.error else None
                 self.results[index] = ItemResult(index, "failed", error=error, usage=usage, resumed=True)
             self.resumed += 1
+        if rejected:
+            raise self._rejected(rejected)
         return jobs
+
+    def _rejected(self, rejected: list[tuple[CheckpointRecord, str]]) -> UserError:
+        assert self.store is not None and self.config.output is not None
+        path, type_name = self.store.path, self.config.output.type_name
+        first, problem = rejected[0]
+        more = len(rejected) - 1
+        also = f" ({more} more line{'s' if more > 1 else ''} of it as well)" if more else ""
+        return UserError(
+            f"The checkpoint {path} holds at line {first.line_number} an output for item {first.index} "
+            f"that the output type {type_name} no longer accepts: {problem}{also}. Nothing was asked.",
+            hint=f"Fix the output type (or the saved output) so they agree, and run the map again; or "
+            f"delete line {first.line_number} (and any other such line) to ask those items again, and "
+            "pay for them; or pass checkpoint=<a new path> to ask every item again.",
+            code="checkpoint_output_invalid",
+        )
 
     def _may_start(self) -> bool:
         """Whether another item may start: not once the budget would be spent by the items
@@ -443,6 +476,15 @@ class _Map:
         self.emit(event)
         if self.display is not None:
             self.display(event)
+
+
+def _problems(exc: Exception) -> str:
+    """What a validation error says, on one line: ``field: message; ...``."""
+    if not isinstance(exc, ValidationError):
+        return f"{type(exc).__name__}: {exc}"
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'the value'}: {e['msg']}" for e in exc.errors(include_url=False)
+    )
 
 
 async def _close(stream: AsyncIterator[ItemResult]) -> None:

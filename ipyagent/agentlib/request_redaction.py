@@ -4,9 +4,15 @@ Every request a run sends passes through a :class:`RequestRedactor` (on by defau
 ``Agent(redact_requests=False)`` or ``redact_requests = false`` in the config file) after the
 before-model hooks and before the policies and the adapter: the system prompt, the user's text,
 tool calls and tool results get every known secret (:func:`~.redact.known_secrets`: key-like
-environment variables, the config file's keys, URL credentials) and every credential-shaped
-string (``sk-...``, ``ghp_...``, ``AKIA...``; :data:`~.redact.SECRET_SHAPES`) replaced by
-``[redacted]``.
+environment variables, the config file's keys, URL credentials — each also in the escaped form
+``json.dumps`` or ``repr`` writes it in when it holds a quote or a backslash) and every
+credential-shaped string (``sk-...``, ``ghp_...``, ``AKIA...``, ``pypi-...``, ``gsk_...``,
+``xai-...``, ``npm_...``, JWTs, PEM, OpenSSH and PGP private-key blocks;
+:data:`~.redact.SECRET_SHAPES`) replaced by ``[redacted]``.
+
+The shapes are one compiled regular expression and the secrets one list, both applied to each
+message once (see :class:`RequestRedactor`): a new kind of token is one more alternative of
+that expression, never another pass over the transcript.
 
 Only the copy on the wire is masked. The conversation keeps what the user wrote: it is the
 user's own record, beside their notebook (the session file already redacts the known secrets
@@ -19,6 +25,7 @@ Thinking that carries a provider's signature is sent back untouched: the provide
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from .messages import ContentBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
@@ -50,21 +57,41 @@ def redact_requests_default() -> bool:
 class RequestRedactor:
     """Masks secrets in requests. One per run: it remembers the masked copy of each message it
     has seen (the transcript's messages are immutable and resent every turn), so a long
-    conversation is scanned once, not once per turn."""
+    conversation is scanned once, not once per turn.
+
+    Nor is the transcript walked in Python once per turn: a request whose messages begin with
+    the previous request's (the same objects: a turn appends) reuses that request's masked list
+    and looks only at the messages added since. Checking that prefix is one identity comparison
+    per message at C speed; anything else (a compaction, a retried turn) falls back to the
+    per-message memory."""
 
     def __init__(self) -> None:
         self._secrets: tuple[str, ...] = ()
         self._seen: dict[int, tuple[Message, Message]] = {}
+        # The previous request's messages, their masked copies, and whether any copy differs.
+        self._sent: tuple[Message, ...] = ()
+        self._masked: tuple[Message, ...] = ()
+        self._changed = False
 
     def __call__(self, request: ModelRequest) -> ModelRequest:
         secrets = tuple(known_secrets())
         if secrets != self._secrets:  # a key was set or changed since the last request
             self._secrets, self._seen = secrets, {}
+            self._sent, self._masked, self._changed = (), (), False
         system = mask_secrets(request.system, secrets)
-        messages = [self._message(m) for m in request.messages]
-        if system is request.system and all(a is b for a, b in zip(messages, request.messages, strict=True)):
+        given = request.messages
+        done = len(self._sent)
+        if done <= len(given) and all(map(operator.is_, given, self._sent)):
+            added = [self._message(m) for m in given[done:]]
+            masked = (*self._masked, *added)
+            changed = self._changed or any(map(operator.is_not, added, given[done:]))
+        else:
+            masked = tuple(self._message(m) for m in given)
+            changed = any(map(operator.is_not, masked, given))
+        self._sent, self._masked, self._changed = tuple(given), masked, changed
+        if system is request.system and not changed:
             return request
-        return request.model_copy(update={"system": system, "messages": messages})
+        return request.model_copy(update={"system": system, "messages": list(masked)})
 
     def _message(self, message: Message) -> Message:
         known = self._seen.get(id(message))

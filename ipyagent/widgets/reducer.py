@@ -34,6 +34,7 @@ from .view_state import (
 )
 
 __all__ = [
+    "MAX_SHOWN_ARGS",
     "ViewReducer",
     "apply_patch",
     "history_blocks",
@@ -43,6 +44,19 @@ __all__ = [
 
 # A tool card in one of these when its run ends will never hear of its call again.
 UNFINISHED_TOOL = ("streaming", "waiting", "running")
+
+#: What a tool card keeps of a call's arguments. The view is sent to the front end, patch by
+#: patch, and saved in the notebook; a call the model wrote with megabytes of arguments (a whole
+#: file's content, ask_user with 10,000 choices) is the session's to keep, not the view's. Enough
+#: to read what the call was about; the rest is named, not shown.
+MAX_SHOWN_ARGS = 20_000
+
+
+def shown_args(text: str) -> str:
+    """A call's arguments as its card shows them: cut at :data:`MAX_SHOWN_ARGS` characters."""
+    if len(text) <= MAX_SHOWN_ARGS:
+        return text
+    return f"{text[:MAX_SHOWN_ARGS]}… [{len(text) - MAX_SHOWN_ARGS:,} more characters not shown]"
 
 
 def apply_patch(state: ViewState, patch: Patch) -> None:
@@ -99,6 +113,7 @@ class ViewReducer:
         self._request = ""
         self._attempt: list[str] = []  # blocks the current request added (dropped on retry)
         self._denied: set[str] = set()
+        self._streamed_args: dict[str, int] = {}  # characters of each call's arguments appended
         #: Finished blocks shown before :attr:`state`'s (see :meth:`show_history`).
         self.history: list[Block] = []
         #: The sub-agents' own reducers, by delegate call id.
@@ -244,11 +259,17 @@ class ViewReducer:
                 }
             )
         elif isinstance(event, ev.ToolCallDelta):
-            self._emit({"op": "append", "id": event.call_id, "field": "args", "value": event.delta})
+            streamed = self._streamed_args.get(event.call_id, 0)
+            if streamed < MAX_SHOWN_ARGS:  # past the cut, ToolCallEnd says how much more there was
+                piece = event.delta[: MAX_SHOWN_ARGS - streamed]
+                self._streamed_args[event.call_id] = streamed + len(piece)
+                self._emit({"op": "append", "id": event.call_id, "field": "args", "value": piece})
         elif isinstance(event, ev.ToolCallEnd):
-            self._set(event.call_id, args=event.raw_arguments)
+            self._streamed_args.pop(event.call_id, None)
+            self._set(event.call_id, args=shown_args(event.raw_arguments))
         elif isinstance(event, ev.ToolExecuting):
-            self._set(event.call_id, status="running", args=json.dumps(event.arguments, ensure_ascii=False))
+            arguments = shown_args(json.dumps(event.arguments, ensure_ascii=False))
+            self._set(event.call_id, status="running", args=arguments)
         elif isinstance(event, ev.ToolResult):
             status: ToolStatus = (
                 "denied" if event.call_id in self._denied else ("failed" if event.is_error else "done")
@@ -464,8 +485,9 @@ def history_blocks(messages: list[Message]) -> list[Block]:
                     "failed" if result is None else "denied" if result.denied
                     else "failed" if result.is_error else "done"
                 )  # fmt: skip
+                args = shown_args(block.raw_arguments)
                 blocks.append({
-                    "id": block.id, "kind": "tool", "name": block.name, "args": block.raw_arguments,
+                    "id": block.id, "kind": "tool", "name": block.name, "args": args,
                     "status": status, "duration": None, "result": result.content if result else None,
                     "display": None, "permission": False,
                 })  # fmt: skip

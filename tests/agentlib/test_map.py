@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -392,6 +393,71 @@ async def test_a_damaged_checkpoint_says_where_and_what_to_do(tmp_path: Path) ->
             range(3), "Double {item}", output_type=int, checkpoint=path, progress=False
         )
     assert raised.value.code == "checkpoint_damaged" and "line 2" in raised.value.info.message
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled", "blank"])
+async def test_a_damaged_header_is_an_error_not_another_calls_file(tmp_path: Path, damage: str) -> None:
+    # Taken for another call's file, a checkpoint whose header was damaged had every item it
+    # holds asked (and paid for) again, into a new file beside it.
+    path = tmp_path / "c.jsonl"
+    await Agent(model=answering(doubling, 3)).map(
+        range(3), "Double {item}", output_type=int, checkpoint=path, progress=False
+    )
+    header, *rest = path.read_text().splitlines()
+    broken = {"truncated": header[:20], "garbled": header.replace('"call"', '"ca\x00l'), "blank": ""}[damage]
+    path.write_text("\n".join([broken, *rest]) + "\n")
+    before = path.read_bytes()
+    model = answering(doubling, 3)
+    with pytest.raises(UserError) as raised:
+        await Agent(model=model).map(
+            range(3), "Double {item}", output_type=int, checkpoint=path, progress=False
+        )
+    assert raised.value.code == "checkpoint_damaged"
+    message, hint = raised.value.info.message, raised.value.hint
+    assert str(path) in message and "line 1" in message and "3 finished items" in message
+    assert "delete" in hint and "checkpoint=" in hint
+    assert model.requests == []  # nothing asked, nothing paid
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["c.jsonl"]  # and no file of its own was started beside it
+
+
+async def test_a_saved_output_the_output_type_no_longer_accepts_is_an_error(tmp_path: Path) -> None:
+    from pydantic import field_validator
+
+    path = tmp_path / "c.jsonl"
+
+    def triage(prompt: str) -> str:
+        return json.dumps({"category": "bug", "urgency": 5 if prompt.endswith("b") else 2})
+
+    await Agent(model=answering(triage, 2)).map(
+        ["a", "b"], "Triage {item}", output_type=Ticket, concurrency=1, checkpoint=path, progress=False
+    )
+
+    def stricter() -> type[BaseModel]:
+        class Ticket(BaseModel):  # the same schema (so the same call), a stricter check
+            category: Literal["billing", "bug", "other"]
+            urgency: int
+
+            @field_validator("urgency")
+            @classmethod
+            def at_most_three(cls, value: int) -> int:
+                if value > 3:
+                    raise ValueError("urgency is 1 to 3")
+                return value
+
+        return Ticket
+
+    again = ScriptedModel([])
+    with pytest.raises(UserError) as raised:
+        await Agent(model=again).map(
+            ["a", "b"], "Triage {item}", output_type=stricter(), checkpoint=path, progress=False
+        )
+    assert raised.value.code == "checkpoint_output_invalid"
+    message, hint = raised.value.info.message, raised.value.hint
+    assert str(path) in message and "line 3" in message and "item 1" in message
+    assert "urgency is 1 to 3" in message and "Ticket" in message
+    assert "output type" in hint and "delete line 3" in hint and "checkpoint=" in hint
+    assert again.requests == []
 
 
 async def test_a_checkpoint_that_cannot_be_written_says_what_to_do(tmp_path: Path) -> None:

@@ -21,13 +21,33 @@ SHAPES = [
     "ghp_0123456789abcdefABCDEF0123456789abcd",
     "AKIAIOSFODNN7EXAMPLE",
     "xoxb-123456789012-abcdefghij",
+    # Made-up samples in each vendor's documented shape (none of them is or was a real key).
+    "pypi-AgEIcHlwaS5vcmcCJGQ0ZjM2YjE2LTk5ZTMtNDQ5ZS1iY2Y3LTg3YjA0YjI2NjdiOAACKlszLCI2ZmRkZDZkNi04YjQ4",
+    "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",
+    "xai-PoT0HjgzWt6VY7cXRHfkDTjqIdl9PaCXjw4KKAetC30DwaxkYqlEw4HdHpknWVFJfvvWdzvOhtqYJSSf",
+    "npm_tDDsGhLb6sn4XEJI59RhaLdxZmsSN2gcJBAV",
+    # A JWT: base64url header, payload and signature (an HS256 header, a made-up payload).
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOTAwMDAwMDAwfQ"
+    ".6axTbyDWyQXiSfxikLDr79nDVJd-uN7B3MAtQhDp8kF",
 ]
+PGP_BLOCK = """-----BEGIN PGP PRIVATE KEY BLOCK-----
+
+lQOYBGXt3xYBCADL3qKcFkA0zSy/aFQKX+MZ4xlxj2cw47uoashhUgSze2akwvCt
++KnDrCD/sLn2mvlgcXpysjedl1TO+ojXhg5cOOwVHeR7hjI4Tn2Y3YSMFFkc6T8r
+faxMOAt0DIP8rQHZKwu/kDA/W0xaCZL5F74//E2o7qyPZqqEYtLrRSHc3sjFrt7f
+=q8Yd
+-----END PGP PRIVATE KEY BLOCK-----"""
 ORDINARY = [
     "task-list-for-the-week-2024-and-beyond",
     "the disk-usage-report-2024-01-01-final",
     "AKIAS are not keys",
     "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "see https://docs.python.org/3/library/re.html",
+    # Words that share a prefix with a token kind.
+    "model xai-grok-2-latest",
+    "npm_config_cache and gsk_model and pypi-simple-index",
+    "the header eyJhbGciOiJIUzI1NiJ9 alone",
+    "-----BEGIN PGP PUBLIC KEY BLOCK-----\nmQENBGXt3xYBCADL\n-----END PGP PUBLIC KEY BLOCK-----",
 ]
 
 
@@ -46,6 +66,13 @@ def write(path: Path, text: str) -> None:
 @pytest.mark.parametrize("secret", SHAPES)
 def test_credential_shapes_are_masked(secret: str) -> None:
     assert mask_secrets(f"use {secret} here", []) == "use [redacted] here"
+
+
+def test_a_pgp_private_key_block_is_masked_whole() -> None:
+    masked = mask_secrets(f"exported:\n{PGP_BLOCK}\ndone", [])
+    assert masked == "exported:\n[redacted]\ndone"
+    # Cut off before its end (a capped tool result): everything after the header goes.
+    assert mask_secrets(f"exported:\n{PGP_BLOCK[:120]}", []) == "exported:\n[redacted]"
 
 
 @pytest.mark.parametrize("text", ORDINARY)
@@ -141,5 +168,58 @@ async def test_a_recorded_cassette_holds_the_masked_request(tmp_path: Path) -> N
     assert replayed.text == "ok"
 
 
+@pytest.mark.parametrize("secret", ['pa"ss-w0rd-42', "C:\\keys\\deploy-7f3a", 'q\\u"\\x\tz-99-key'])
+async def test_a_known_secret_is_masked_in_its_escaped_forms(
+    secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import os
+
+    # json.dumps(os.environ) and print(os.environ) write the value escaped: \" and \\.
+    monkeypatch.setenv("DB_PASSWORD", secret)
+
+    @tool(read_only=True)
+    def dump_env() -> str:
+        """Show the environment."""
+        return json.dumps(dict(os.environ)) + "\n" + repr(dict(os.environ))
+
+    model = ScriptedModel([tool_call("dump_env", {}), "ok"])
+    await Agent(model=model, tools=[dump_env]).run(f"the password is {json.dumps(secret)}")
+    sent = "".join(r.model_dump_json() for r in model.requests)
+    result = model.requests[1].messages[2].tool_results[0].content
+    assert '"DB_PASSWORD": "[redacted]"' in result and "'DB_PASSWORD': '[redacted]'" in result
+    for form in (secret, json.dumps(secret)[1:-1], repr(secret)[1:-1]):
+        assert form not in result
+        assert form not in sent
+
+
 def read(path: Path) -> str:
     return path.read_text()
+
+
+def test_each_request_looks_only_at_the_messages_added_since_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The transcript is resent every turn: looking at every message of it, every turn, made a
+    # long conversation's redaction quadratic.
+    visited: list[Message] = []
+    look = RequestRedactor._message
+
+    def counting(self: RequestRedactor, message: Message) -> Message:
+        visited.append(message)
+        return look(self, message)
+
+    monkeypatch.setattr(RequestRedactor, "_message", counting)
+    redactor = RequestRedactor()
+    messages: list[Message] = []
+    for turn in range(200):
+        messages += [Message.user(f"turn {turn} with {SHAPES[0]}"), Message.user(f"reply {turn}")]
+        masked = redactor(ModelRequest(model="m", messages=list(messages)))
+        assert masked.messages[-2].text == f"turn {turn} with [redacted]"
+    assert len(visited) == 400
+    # A transcript that changed in the middle (a compaction) is looked at again, message by
+    # message; what was masked before is reused.
+    compacted = [Message.user("summary"), *messages[-4:]]
+    masked = redactor(ModelRequest(model="m", messages=compacted))
+    assert [m.text for m in masked.messages][1] == "turn 198 with [redacted]"
+    assert masked.messages[1] is redactor(ModelRequest(model="m", messages=compacted)).messages[1]

@@ -297,3 +297,35 @@ async def test_a_control_file_question_carries_its_caution_and_a_warning_its_hin
     warning = next(b for b in reducer.state["blocks"] if b["kind"] == "warning")
     assert warning["hint"] == "Allow it with X."
     assert "Hint: Allow it with X." in plain_text(reducer.state)
+
+
+async def test_a_calls_huge_arguments_are_cut_in_the_card_its_traffic_and_its_history() -> None:
+    # ask_user with 10,000 choices: refused by the tool, but the model's call itself went whole
+    # into the card, three times over in the traffic, and into the saved state.
+    from ipyagent.agentlib.ask_tool import ask_user_tool
+    from ipyagent.widgets.reducer import MAX_SHOWN_ARGS
+
+    choices = [f"data/part-{i:05d}.parquet" for i in range(10_000)]
+    model = ScriptedModel([tool_call("ask_user", {"question": "Which?", "choices": choices}), "ok"])
+    agent = Agent(model=model, tools=[ask_user_tool()])
+    reducer, sent = await reduce(agent, "Go.")
+    raw = agent.messages[1].tool_calls[0].raw_arguments
+    assert len(raw) > 200_000
+    [card] = [b for b in reducer.state["blocks"] if b["kind"] == "tool"]
+    assert card["args"].startswith(raw[:1000]) and "more characters not shown" in card["args"]
+    assert len(card["args"]) < MAX_SHOWN_ARGS + 100
+    assert len(json.dumps(reducer.state)) < 3 * MAX_SHOWN_ARGS
+    # The traffic: what the patches carry of the arguments (their envelopes are the throttle's).
+    patches = [p for message in sent for p in message["patches"]]
+    appended = sum(len(p["value"]) for p in patches if p["op"] == "append" and p["field"] == "args")
+    written = [p["fields"]["args"] for p in patches if p["op"] == "set" and "args" in p["fields"]]
+    assert appended <= MAX_SHOWN_ARGS and all(len(args) < MAX_SHOWN_ARGS + 100 for args in written)
+    assert replay(sent)["blocks"] == reducer.state["blocks"]
+    [shown] = [b for b in history_blocks(agent.messages) if b["kind"] == "tool"]
+    assert shown["args"] == card["args"]
+    assert "ask_user(" in plain_text(reducer.state)
+    # Arguments within the limit are shown whole.
+    reducer, _ = await reduce(
+        Agent(model=ScriptedModel([tool_call("lookup", {"key": "k"}), "ok"]), tools=[lookup]), "Go."
+    )
+    assert [b["args"] for b in reducer.state["blocks"] if b["kind"] == "tool"] == ['{"key": "k"}']

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..config_file import config_path, read_config
 from ..errors import UserError
+from ..redact import redact_url
 
 __all__ = ["ServerConfig", "configured_servers", "parse_server", "parse_servers", "project_file"]
 
@@ -86,10 +87,11 @@ class ServerConfig:
 
     @property
     def target(self) -> str:
-        """What the user recognizes the server by: its command line or its URL."""
+        """What the user recognizes the server by: its command line or its URL, credentials
+        masked (a hosted server often takes its key in the URL's path or query)."""
         if self.command is not None:
             return " ".join([self.command, *self.args])
-        return self.url or ""
+        return redact_url(self.url or "")
 
     def digest(self) -> str:
         """What an approval covers, as ``sha256:<hex>``: the folder's file the entry is in (the same

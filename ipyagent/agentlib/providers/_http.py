@@ -17,7 +17,11 @@ nothing. It also owns :class:`Secret`, the wrapper that keeps API keys out of re
 :mod:`..redact` at this boundary: a key a server echoes back in an error body is masked, and
 credentials in a base URL (``http://user:KEY@host/v1``) are taken out of it when the provider is
 built and sent as an ``Authorization`` header, so no request URL, message, repr or httpx log line
-carries them. It does not retry: the agent loop does, reading ``retryable`` and ``retry_after``.
+carries them. A key in the base URL's path (``http://gateway/KEY/v1``) must stay in the request
+URL; it counts among the endpoint's secrets (:func:`..redact.url_secrets`), so the URL a message
+shows, and a server's echo of it, have it masked. A fragment (``#token=KEY``) is dropped: no
+server ever receives one. It does not retry: the agent loop does, reading ``retryable`` and
+``retry_after``.
 """
 
 from __future__ import annotations
@@ -153,14 +157,18 @@ class ErrorContext:
 
     def redact(self, text: str) -> str:
         """``text`` with the endpoint's credentials, and those of any URL in it, masked."""
-        text = redact_url(text)
-        for secret in sorted(self.secrets, key=lambda s: len(s.reveal()), reverse=True):
-            text = secret.redact(text)
-        return text
+        return _redact(text, self.secrets)
 
     @property
     def who(self) -> str:
         return f"{self.endpoint}/{self.model}"
+
+
+def _redact(text: str, secrets: Iterable[Secret]) -> str:
+    text = redact_url(text)
+    for secret in sorted(secrets, key=lambda s: len(s.reveal()), reverse=True):
+        text = secret.redact(text)
+    return text
 
 
 # The scanner json.loads itself ends in; typeshed leaves this attribute out.
@@ -499,6 +507,9 @@ class HTTPProvider:
         # Credentials in the URL leave it here: sent as a header (as httpx would send them, Basic
         # auth overriding the adapter's own), never part of a URL that is shown or logged.
         url, userinfo = split_userinfo(base_url)
+        # A fragment never reaches a server (and the request's path would go after it): a key
+        # written there (``#token=KEY``) is dropped here, so nothing can show it.
+        url = url.partition("#")[0]
         # A query (``?api-version=...``, ``?api_key=...``) goes after the request's path, not
         # before it; it is kept apart from ``base_url``, which is shown in messages.
         url, _, query = url.partition("?")
@@ -529,7 +540,11 @@ class HTTPProvider:
         return self._context_limit
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model_id={self.model_id!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}(model_id={self.model_id!r}, base_url={self._shown_url()!r})"
+
+    def _shown_url(self) -> str:
+        """The base URL as messages show it: a key in its path (a gateway's) masked."""
+        return _redact(self.base_url, self._secrets)
 
     def close(self) -> None:
         """Let go of the endpoint's pooled client: closed once no other provider holds it and its
@@ -542,7 +557,7 @@ class HTTPProvider:
         return self.model if requested in ("", self.model_id) else requested
 
     def _error_context(self, model: str) -> ErrorContext:
-        shown = self.base_url
+        shown = self._shown_url()
         return ErrorContext(
             endpoint=self.endpoint,
             model=model,

@@ -157,3 +157,124 @@ async def test_a_custom_providers_own_exception_is_redacted(monkeypatch: pytest.
     assert result.error is not None and result.error.code == "unexpected_error"
     assert KEY not in result.model_dump_json()
     assert "http://***@proxy/v1" in result.error.message
+
+
+# A key in the base URL's path (gateways that route by key) or in its fragment. Neither has a
+# name that says "key", so the rule is: a value the base URL holds that looks like a key is a
+# secret like the endpoint's key — masked in whatever shows the URL or echoes it.
+PATH_KEY = "Zq8x7Vb2Lm4Np6Rt1Yw3Kc5Hf9Jd0Gs"
+PATH_CASES = {
+    "path": "http://{}/" + PATH_KEY + "/v1",
+    "fragment": "http://{}/v1#token=" + PATH_KEY,
+}
+
+
+@pytest.mark.parametrize("case", list(PATH_CASES))
+async def test_a_key_in_the_base_urls_path_or_fragment_is_shown_nowhere(
+    server: WireServer,
+    case: str,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from ipyagent.widgets.text import block_markdown, plain_text
+
+    caplog.set_level(logging.DEBUG)
+    url = PATH_CASES[case].format(server.base_url.removeprefix("http://"))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[endpoints.gateway]\nkind = "openai"\nbase_url = "{url}"\nkey_required = false\n')
+    monkeypatch.setenv("IPYAGENT_CONFIG", str(config))
+    # The server answers 429, then 500, and says which URL it was asked for, as servers and
+    # proxies do in their error pages.
+    server.queue(
+        Reply(
+            json.dumps({"error": {"message": f"rate limited: {url}/chat/completions"}}).encode(),
+            429,
+            headers={"Retry-After": "0"},
+            content_type="application/json",
+        ),
+        Reply(
+            f"<h1>500</h1><p>POST {url}/chat/completions failed</p>".encode(), 500, content_type="text/html"
+        ),
+    )
+    agent = Agent(model="gateway/some-model", retry=RetryPolicy(attempts=2))
+    events: list[AgentEvent] = []
+    agent.on("*", events.append)
+    result = await agent.run("hi")
+    assert result.status == "failed" and result.error is not None
+    assert result.error.code == "provider_unavailable"
+    warnings = [e for e in events if e.type == "run_warning"]
+    assert [w.code for w in warnings] == ["retrying"]
+
+    view = ViewReducer()
+    for event in events:
+        view.feed(event)
+    patches = view.take()
+    produced = [
+        result.model_dump_json(),
+        repr(result),
+        str(result.error),
+        *(EVENT_ADAPTER.dump_json(e).decode() for e in events),
+        json.dumps(patches),
+        json.dumps(view.state),
+        plain_text(view.state),
+        *(block_markdown(b, view.state["blocks"]) for b in view.state["blocks"]),
+        repr(provider_for("gateway/some-model")),
+        *(r.getMessage() for r in caplog.records),
+    ]
+    leaks = [text for text in produced if PATH_KEY in text]
+    assert not leaks, leaks[:3]
+    assert "***" in warnings[0].message and "***" in result.error.message  # masked, not dropped
+
+    # The path is where the gateway reads its key: it is still sent there. A fragment never
+    # reaches a server, so it is no part of the request (before, the request's own path went
+    # after it and every request went to /v1).
+    sent = [r.path for r in server.requests]
+    if case == "path":
+        assert sent == [f"/{PATH_KEY}/v1/chat/completions"] * 2
+    else:
+        assert sent == ["/v1/chat/completions"] * 2
+
+
+async def test_a_refused_connection_does_not_show_a_key_in_the_path(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[endpoints.gateway]\nkind = "openai"\nbase_url = "http://127.0.0.1:{port}/{PATH_KEY}/v1"\n'
+        "key_required = false\n"
+    )
+    monkeypatch.setenv("IPYAGENT_CONFIG", str(config))
+    result = await Agent(model="gateway/m", retry=RetryPolicy(attempts=1)).run("hi")
+    assert result.error is not None and result.error.code == "connection_failed"
+    assert PATH_KEY not in result.model_dump_json()
+    assert f"http://127.0.0.1:{port}/***/v1" in result.error.message
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"https://gw.example/{PATH_KEY}/v1", "https://gw.example/***/v1"),
+        (f"https://gw.example/v1#token={PATH_KEY}", "https://gw.example/v1#token=***"),
+        (f"https://gw.example/v1#a=1&api_key={PATH_KEY}", "https://gw.example/v1#a=1&api_key=***"),
+        (f"https://gw.example/v1#{PATH_KEY}", "https://gw.example/v1#***"),
+        # A 32-digit hex id (an account, a gateway) in the path is masked too.
+        ("https://gw.example/v1/0123456789abcdef0123456789abcdef/openai", "https://gw.example/v1/***/openai"),
+        # What a base URL's path usually holds is left alone: versions, deployments, model names.
+        (
+            "https://r.openai.azure.com/openai/deployments/my-gpt4o-2024-08-06/chat?api-version=2024-06-01",
+            "https://r.openai.azure.com/openai/deployments/my-gpt4o-2024-08-06/chat?api-version=2024-06-01",
+        ),
+        (
+            "https://h.example/models/meta-llama/Meta-Llama-3.1-70B-Instruct/v1#section-2",
+            "https://h.example/models/meta-llama/Meta-Llama-3.1-70B-Instruct/v1#section-2",
+        ),
+    ],
+)
+def test_redact_url_masks_keys_in_the_path_and_fragment(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
