@@ -72,15 +72,18 @@ async def calls(workspace: Path, *turns: tuple[str, dict[str, Any]], **options: 
     return [r for m in result.messages for r in m.tool_results]
 
 
-async def test_an_edit_of_a_file_another_process_locks_ends_at_its_deadline(
-    workspace: Path, holder: Any
+@pytest.mark.parametrize(
+    ("name", "arguments"), [("edit_file", {"old": "1", "new": "2"}), ("write_file", {"content": "{}"})]
+)
+async def test_a_write_to_a_file_another_process_locks_ends_at_its_deadline(
+    workspace: Path, holder: Any, name: str, arguments: dict[str, str]
 ) -> None:
     other = workspace / "analysis.agent.jsonl"  # another kernel's open conversation file
     other.write_text('{"turn": 1}\n')
     process = holder(other)
     edit, read = await calls(
         workspace,
-        ("edit_file", {"path": "analysis.agent.jsonl", "old": "1", "new": "2"}),
+        (name, {"path": "analysis.agent.jsonl", **arguments}),
         ("read_file", {"path": "notes.txt"}),
         lock_seconds=0.5,
         tool_timeout=30,  # generous: before the deadline existed, the edit waited until this
@@ -93,7 +96,12 @@ async def test_an_edit_of_a_file_another_process_locks_ends_at_its_deadline(
     assert not read.is_error and "alpha" in read.content  # the tools still work
 
 
-async def test_a_hard_link_to_the_open_session_is_refused_before_any_lock(workspace: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "arguments"), [("edit_file", {"old": "ipyagent", "new": "x"}), ("write_file", {"content": "x"})]
+)
+async def test_a_hard_link_to_the_open_session_is_refused_before_any_lock(
+    workspace: Path, name: str, arguments: dict[str, str]
+) -> None:
     session = Session.open(workspace / "analysis.agent.jsonl")  # holds its flock while open
     try:
         link = workspace / "alias.txt"
@@ -101,7 +109,7 @@ async def test_a_hard_link_to_the_open_session_is_refused_before_any_lock(worksp
         before = session.path.read_bytes()
         (edit,) = await calls(
             workspace,
-            ("edit_file", {"path": "alias.txt", "old": "ipyagent", "new": "x"}),
+            (name, {"path": "alias.txt", **arguments}),
             protected={session.path: "the file this conversation is saved in"},
             tool_timeout=30,
         )

@@ -12,6 +12,11 @@ Files that hold secrets by convention (:func:`._safe_io.is_secret`: ``.env``, pr
 credentials) are read only when the user says yes to a question, and searches skip them.
 A search runs in a process of its own (:mod:`._search`), killed at its time limit.
 
+A write or an edit first takes the file's lock (:mod:`.file_lock`), waiting at most
+``lock_seconds`` for another call or process that holds it; the protected files are refused
+before that, by path and by inode (a hard link to one is that file), since a conversation's
+session file stays locked while it is open.
+
 Writes (``write_file``, ``edit_file``) run in a child process the OS confines to the workspace
 (:mod:`ipyagent.agentlib.sandbox`): should a path ever slip past the checks above, the kernel
 itself refuses a write outside. Where this machine cannot confine a child, they are refused
@@ -216,7 +221,10 @@ def file_tools(
         refused = refused_inodes()
         parts = check_writable(target, path, refused)
         data = content.encode("utf-8")
-        existed = _confined(root, _write, real_root(), parts, data, refused)
+        # Not over a file that another call or process holds locked (another kernel's open
+        # conversation file would go on being written to the replaced, unlinked inode).
+        with locked(target, timeout=lock_seconds if lock_seconds is not None else LOCK_SECONDS):
+            existed = _confined(root, _write, real_root(), parts, data, refused)
         return f"{'Overwrote' if existed else 'Created'} {rel(target)} ({len(content):,} characters)."
 
     def edit_file(path: str, old: str, new: str, expected_count: int = 1) -> str:
