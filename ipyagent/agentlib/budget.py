@@ -281,10 +281,6 @@ class Spending:
         """Seconds since the run started."""
         return time.monotonic() - self._started
 
-    @property
-    def caps_tokens(self) -> bool:
-        return any(b is not None and b.tokens is not None for b in (self.budget, self.conversation_budget))
-
     def start_timer(self) -> None:
         """Cancel the current task when the run's time budget runs out, wherever it is (a stream,
         a tool, a question to the user); :meth:`out_of_time` then tells that cancellation apart

@@ -113,3 +113,19 @@ async def test_parallel_children_with_room_for_all_of_them_all_finish() -> None:
     assert [a.content for a in answers] == ["It holds 42."] * 3
     # Each request asked for at most what was left once the others' reservations were counted.
     assert all(r.settings.max_tokens == 500 for r in model.requests)
+
+
+async def test_requests_that_do_not_fit_beside_the_others_wait_for_them_instead_of_failing() -> None:
+    # Without max_tokens each request may reserve all that is left: the children's requests take
+    # turns, and every child still finishes within the cap.
+    first = [
+        tool_call("delegate", {"task": f"Look up key k{n} and say what it holds.", "tools": ["lookup"]})
+        for n in range(3)
+    ]
+    model = ScriptedModel([lambda request: honest(request, *first), *[respond] * 8])
+    agent = Agent(model=model, tools=[lookup], delegate=True, budget=Budget(tokens=3_000))
+    result = await agent.run("Look up every part.")
+    assert result.status == "completed", result.reason
+    answers = [r for m in agent.messages for r in m.tool_results if r.name == "delegate"]
+    assert [a.content for a in answers] == ["It holds 42."] * 3
+    assert spent_tokens(result.usage) <= 3_000
