@@ -9,6 +9,11 @@
 - **cancel latency**: ``agent.cancel()`` on the parent while the sub-agent streams, runs a slow
   tool, or waits on a permission prompt: the time until the sub-agent's ``run_cancelled`` and
   until the parent's run returned.
+- **parallel delegates under a budget**: 3 and 10 ``delegate`` calls in one turn under
+  ``tokens=1000`` and ``tokens=3000``, each child looking a key up and answering, on a scripted
+  model that reports the prompt it was sent and honours ``max_tokens``: the tokens the whole
+  tree spent, how many children finished, and the run's wall time (a shared ledger makes
+  requests that do not fit wait for each other).
 
     python bench/subagents.py [--repeat 20]
 
@@ -26,9 +31,13 @@ from typing import Any
 
 from _report import report_sections
 
-from ipyagent import Agent, tool
+from ipyagent import Agent, Budget, tool
 from ipyagent.agentlib import events as ev
-from ipyagent.testing import ScriptedModel, text, tool_call
+from ipyagent.agentlib.budget import spent_tokens
+from ipyagent.agentlib.delegation import SUBAGENT_NOTE
+from ipyagent.agentlib.model import ModelRequest
+from ipyagent.agentlib.usage import estimate_tokens
+from ipyagent.testing import ScriptedModel, text, tool_call, usage
 
 
 @tool(read_only=True)
@@ -127,6 +136,50 @@ async def cancel_latency(repeat: int) -> list[list[Any]]:
     return rows
 
 
+def honest(request: ModelRequest, step: Any, reply: int) -> list[Any]:
+    """``step`` with the usage a provider that honours max_tokens reports."""
+    cap = request.settings.max_tokens
+    prompt = estimate_tokens(request.system, request.messages)
+    return [step, usage(input_tokens=prompt, output_tokens=reply if cap is None else min(reply, cap))]
+
+
+def child_or_parent(request: ModelRequest) -> list[Any]:
+    if SUBAGENT_NOTE not in request.system:
+        return honest(request, text("All done."), 3)
+    if request.messages[-1].tool_results:
+        return honest(request, text("It holds 42."), 4)
+    return honest(request, tool_call("noop"), 3)
+
+
+async def under_budget(children: int, cap: int) -> list[Any]:
+    calls = [
+        tool_call("delegate", {"task": f"Look up key k{n}.", "tools": ["noop"]}) for n in range(children)
+    ]
+    model = ScriptedModel(
+        [[*calls, usage(input_tokens=300, output_tokens=60)], *[child_or_parent] * (3 * children + 2)]
+    )
+    agent = Agent(
+        model=model,
+        tools=[noop],
+        delegate=True,
+        budget=Budget(tokens=cap),
+        max_consecutive_failures=children + 1,
+    )
+    started = time.perf_counter()
+    result = await agent.run("go")
+    elapsed = time.perf_counter() - started
+    answers = [r for m in agent.messages for r in m.tool_results if r.name == "delegate"]
+    finished = sum(not r.is_error for r in answers)
+    return [
+        children,
+        f"{cap:,}",
+        spent_tokens(result.usage),
+        f"{finished} of {children}",
+        result.status,
+        elapsed * 1e3,
+    ]
+
+
 async def main(repeat: int) -> None:
     sections = [
         (
@@ -143,6 +196,11 @@ async def main(repeat: int) -> None:
             "cancel latency",
             ["while", "runs", "child ended median ms", "max ms", "parent returned median ms", "max ms"],
             await cancel_latency(repeat),
+        ),
+        (
+            "parallel delegates under a token cap",
+            ["children", "cap", "tokens spent", "children finished", "run status", "run ms"],
+            [await under_budget(n, cap) for cap in (1000, 3000) for n in (3, 10)],
         ),
     ]
     report_sections("subagents", sections, {"target_cancel_ms": 1000})

@@ -11,6 +11,13 @@ also interrupts whatever is running when it expires. A run that reaches a cap st
 run continues it. Tokens are every token the model read or wrote (prompt, cached prompt and
 reply). Cost needs a price (:mod:`~ipyagent.agentlib.prices`): for a model with none, a cost cap
 cannot apply, and the run says so when it starts.
+
+A token cap is one :class:`TokenLedger` that the run and all its sub-agents draw on, however many
+run at once: before each request its possible cost (the prompt, estimated, and the most the reply
+may have) is reserved, the reply's ``max_tokens`` is cut to what is left, and the reservation is
+settled with what the provider reports. A request that does not fit while others are in flight
+waits for them to settle; one that does not fit with nothing in flight ends its run. A reply the
+provider made longer than asked ends the run ``exhausted``.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from .errors import UserError
 from .events import RunWarning
 from .usage import Usage
 
-__all__ = ["Budget", "Spending", "check_budget", "spent_tokens"]
+__all__ = ["Budget", "Hold", "Spending", "TokenLedger", "check_budget", "spent_tokens"]
 
 _SUFFIXES = {"": 1, "k": 1_000, "m": 1_000_000}
 _SECONDS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
@@ -136,15 +143,132 @@ def check_budget(budget: Budget | None, usage: Usage, seconds: float, *, scope: 
     return None
 
 
+class TokenLedger:
+    """The tokens a run and its sub-agents may still spend together: every request of any of them
+    reserves its possible cost before it is sent (:meth:`reserve`) and settles it with what it
+    really cost (:meth:`Hold.settle`). Lives on one event loop, shared by the runs on it.
+
+    ``cap`` and ``scope`` name the cap it enforces (the run's or the conversation's, whichever
+    leaves less), ``before`` what that scope had spent when the ledger was made."""
+
+    def __init__(self, cap: int, *, scope: str = "run", before: int = 0) -> None:
+        self.cap, self.scope, self.before = cap, scope, before
+        self.spent = 0  # settled, this run and its sub-agents
+        self.reserved = 0  # held by requests in flight
+        self._waiters: list[asyncio.Future[None]] = []
+
+    @classmethod
+    def for_caps(
+        cls, budget: Budget | None, conversation_budget: Budget | None, conversation_tokens: int
+    ) -> TokenLedger | None:
+        """The ledger for a run's token caps (``None`` when neither caps tokens)."""
+        caps = [
+            (cap - before, cap, scope, before)
+            for cap, scope, before in (
+                (budget.tokens if budget else None, "run", 0),
+                (
+                    conversation_budget.tokens if conversation_budget else None,
+                    "conversation",
+                    conversation_tokens,
+                ),
+            )
+            if cap is not None
+        ]
+        if not caps:
+            return None
+        _, cap, scope, before = min(caps)
+        return cls(cap, scope=scope, before=before)
+
+    @property
+    def left(self) -> int:
+        """What no request has spent or holds yet."""
+        return self.cap - self.before - self.spent - self.reserved
+
+    @property
+    def overspent(self) -> bool:
+        return self.before + self.spent > self.cap
+
+    async def reserve(self, prompt: int, max_tokens: int | None) -> Hold | str:
+        """Hold ``prompt`` tokens and a reply of up to ``max_tokens`` (``None``: as many as are
+        left); the hold's ``reply`` is the ``max_tokens`` to send. While other requests hold
+        what this one needs, wait for them; with nothing else in flight and too little left
+        for the prompt and a token of reply, say why the run must stop."""
+        while True:
+            alone = self.cap - self.before - self.spent - prompt  # the reply it would get alone
+            want = alone if max_tokens is None else min(max_tokens, alone)
+            if want >= 1 and alone - self.reserved >= want:
+                hold = Hold(self, prompt, want)
+                self.reserved += hold.tokens
+                return hold
+            if alone < 1:  # whatever the others in flight settle with, it cannot fit
+                used = self.before + self.spent
+                return (
+                    f"The next request (~{prompt:,} tokens of prompt) would pass the {self.scope}'s "
+                    f"budget of {self.cap:,} tokens ({used:,} used, sub-agents included). "
+                    + (
+                        "Run again with a larger budget."
+                        if self.scope == "run"
+                        else "Raise the conversation's budget."
+                    )
+                )
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+
+    def charge(self, tokens: int) -> None:
+        """Count ``tokens`` spent without a reservation (a compaction's summary request)."""
+        self.spent += tokens
+        self._wake()
+
+    def _settle(self, hold: Hold, tokens: int) -> None:
+        self.reserved -= hold.tokens
+        self.spent += tokens
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class Hold:
+    """One request's reservation in a :class:`TokenLedger` (or none: ``ledger`` is ``None``).
+    ``reply`` is the ``max_tokens`` the request may ask for (``None``: uncapped)."""
+
+    def __init__(self, ledger: TokenLedger | None, prompt: int, reply: int | None) -> None:
+        self.ledger, self.reply = ledger, reply
+        self.tokens = prompt + (reply or 0)
+        self._open = ledger is not None
+
+    def settle(self, tokens: int) -> None:
+        """Release the hold, counting ``tokens`` as spent; only the first call counts."""
+        if self._open and self.ledger is not None:
+            self._open = False
+            self.ledger._settle(self, tokens)
+
+
 class Spending:
     """What one run may still spend: the loop asks it before the run, before each request and
-    when the run is interrupted; it owns the run's clock and its time cap."""
+    when the run is interrupted; it owns the run's clock and its time cap. Its token caps are a
+    :class:`TokenLedger`: its own, or its parent's (``ledger``), which a sub-agent shares."""
 
     def __init__(
-        self, budget: Budget | None, conversation_budget: Budget | None, *, conversation_seconds: float = 0.0
+        self,
+        budget: Budget | None,
+        conversation_budget: Budget | None,
+        *,
+        conversation_seconds: float = 0.0,
+        conversation_tokens: int = 0,
+        ledger: TokenLedger | None = None,
     ) -> None:
         self.budget = budget
         self.conversation_budget = conversation_budget
+        self.ledger = ledger or TokenLedger.for_caps(budget, conversation_budget, conversation_tokens)
         #: Wall time the conversation's earlier runs took.
         self._earlier = conversation_seconds
         self._started = time.monotonic()
@@ -156,10 +280,6 @@ class Spending:
     def elapsed(self) -> float:
         """Seconds since the run started."""
         return time.monotonic() - self._started
-
-    @property
-    def caps_tokens(self) -> bool:
-        return any(b is not None and b.tokens is not None for b in (self.budget, self.conversation_budget))
 
     def start_timer(self) -> None:
         """Cancel the current task when the run's time budget runs out, wherever it is (a stream,
@@ -239,14 +359,35 @@ class Spending:
             )
         return None
 
-    def reply_cap(self, run: Usage, conversation: Usage, prompt_tokens: int) -> int | None:
-        """The most tokens the next reply may have for the run to stay within its token caps."""
-        caps = [
-            budget.tokens - spent_tokens(usage) - prompt_tokens
-            for budget, usage in ((self.budget, run), (self.conversation_budget, conversation))
-            if budget is not None and budget.tokens is not None
-        ]
-        return max(1, min(caps)) if caps else None
+    async def reserve(self, prompt_tokens: int, max_tokens: int | None) -> Hold | str:
+        """Reserve the next request's possible cost in the token ledger (see
+        :meth:`TokenLedger.reserve`); a hold with nothing to settle when no cap is on tokens."""
+        if self.ledger is None:
+            return Hold(None, prompt_tokens, max_tokens)
+        return await self.ledger.reserve(prompt_tokens, max_tokens)
+
+    def overspent(self, run: Usage, conversation: Usage) -> str | None:
+        """After a reply: why the run must end although it asked for no more than was left (the
+        provider sent a longer reply than ``max_tokens``, or counted a larger prompt than
+        estimated), or None. A run that lands on its cap is not over it."""
+        why = (
+            "a reply came back longer than the max_tokens it was sent with, or its prompt counted more "
+            "tokens than estimated"
+        )
+        for budget, usage, scope in (
+            (self.budget, run, "run"),
+            (self.conversation_budget, conversation, "conversation"),
+        ):
+            if budget is not None and budget.tokens is not None and spent_tokens(usage) > budget.tokens:
+                used = spent_tokens(usage)
+                return f"The {scope} used {used:,} tokens, past its budget of {budget.tokens:,}: {why}."
+        ledger = self.ledger
+        if ledger is not None and ledger.overspent:
+            return (
+                f"The {ledger.scope} and its sub-agents used {ledger.before + ledger.spent:,} tokens, "
+                f"past its budget of {ledger.cap:,}: {why}."
+            )
+        return None
 
     def left(self, run: Usage, conversation: Usage) -> Budget | None:
         """What is left of every cap, as one budget (``None`` when nothing is capped): a

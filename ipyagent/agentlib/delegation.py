@@ -13,7 +13,9 @@ What a child may do is never more than its parent may, whatever the model asks f
 - **permissions**: ``can_write``, ``auto_approve``, hooks, policies and request redaction are the
   parent's, as they are: a child of a read-only agent is read-only;
 - **budget**: what is left of the parent's run and conversation caps; the child's usage counts as
-  the parent's as it is spent (``agent.usage`` and the run's usage include it);
+  the parent's as it is spent (``agent.usage`` and the run's usage include it), and its requests
+  reserve tokens from the parent's own token ledger, which its siblings share: children running
+  at once spend no more than the parent's cap together;
 - **turns**: ``Delegation(max_turns=...)``, never more than the parent's ``max_turns``;
 - **depth**: a child delegates further only where ``Delegation(max_depth=...)`` allows it (the
   default, 1, does not);
@@ -269,6 +271,7 @@ async def _run_child(
         inbox=Inbox(),
         always_allowed=parent.always_allowed,
         reserved_ids=parent.call_ids,
+        ledger=parent.ledger,  # one token budget for the parent and all its children at once
     )
     running = asyncio.ensure_future(child.execute())
     try:

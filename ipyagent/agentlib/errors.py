@@ -16,7 +16,9 @@ Every failure a user can meet is an :class:`AgentError` (or is described by an
     ├── HookError              a hook raised
     │   └── PolicyBlocked          a policy blocked a model request (or failed, so blocked)
     ├── RunError               a guard stopped the run (repeated failures, empty replies, ...)
-    │   └── OutputValidationError  the answers never validated into the run's output_type
+    │   ├── OutputValidationError  the answers never validated into the run's output_type
+    │   └── WorkersExhausted       every worker thread is stuck in a call that never returned
+    │                              (defined in workers.py, which owns the threads)
     ├── AgentRunFailed         a finished run that did not complete, raised on request
     │                          (``result.raise_for_status()``, a failed ``%%agent`` cell); its
     │                          ``info`` is the run's own error

@@ -3,9 +3,10 @@
 A ``delegate`` call (:mod:`~ipyagent.agentlib.delegation`) builds a child run from its parent's:
 its configuration, the channels its person reaches it through (the bus, the pending answers,
 the tools allowed "always"), the tool-call ids a child must not reuse, and where the parent's
-conversation is saved. The child changes two things of its parent, through the callables lent
+conversation is saved. The child changes three things of its parent, through what is lent
 here and nothing else: the usage the parent counts (its budget, its conversation, its usage
-events), and the record of the child in the parent's session.
+events), the token ledger it draws on with its parent and its siblings, and the record of the
+child in the parent's session.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .asks import PendingAnswers
-    from .budget import Budget
+    from .budget import Budget, TokenLedger
     from .bus import EventBus
     from .run import AgentRun, RunConfig
     from .sessions import Session
@@ -44,6 +45,8 @@ class ParentRun:
     session: Session | None
     #: What is left of the run's budget (``None``: uncapped), or why nothing is.
     budget_left: Callable[[], Budget | str | None]
+    #: The run's token budget, which a child draws on as it spends (``None``: no token cap).
+    ledger: TokenLedger | None
     #: Count a child's usage as the run's.
     count_usage: Callable[[Usage], None]
     #: Record in the run's session that this call's child is saved in a session.
@@ -69,6 +72,7 @@ class ParentRun:
             call_ids=run.taken_ids,
             session=conversation.session,
             budget_left=budget_left,
+            ledger=run.spending.ledger,
             count_usage=run.count_usage,
             record_child=lambda child: conversation.record_subagent(call_id, child),
         )

@@ -36,6 +36,7 @@ from typing import Any, Literal, TypeAlias
 
 from .events import BlockedByPolicy
 from .redact import REDACTED, known_secrets, mask_secrets
+from .workers import policy_workers
 
 __all__ = [
     "DEFAULT_POLICY_TIMEOUT",
@@ -144,14 +145,17 @@ async def ask(policy: Policy, subject: Any, *, timeout: float) -> Blocked | None
     """Ask ``policy`` about ``subject`` (a request or a tool call): ``None`` when it passes.
 
     A sync policy runs in a worker thread so that its timeout holds; one that overruns is
-    abandoned there (like a tool), its answer ignored."""
+    abandoned there (like a tool), its answer ignored, and its thread no longer counts as a
+    worker of :func:`~.workers.policy_workers`: a policy that hangs blocks its own calls, never
+    the policies asked after it."""
     name = policy.name
     limit = policy.timeout if policy.timeout is not None else timeout
     try:
         if inspect.iscoroutinefunction(policy.fn):
             decision = await asyncio.wait_for(policy.fn(subject), limit)
         else:
-            decision = await asyncio.wait_for(asyncio.to_thread(_call, policy.fn, subject), limit)
+            asked = policy_workers().run(_call, (policy.fn, subject), label=name)
+            decision = await asyncio.wait_for(asked, limit)
     except asyncio.TimeoutError:
         return Blocked(name, "timeout", f"The policy {name} did not answer within {limit:g} s.", {})
     except Exception as exc:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from .asks import Inbox, PendingAnswers
 from .attachments import attachment_label
-from .budget import Budget, Spending
+from .budget import Budget, Hold, Spending, TokenLedger, spent_tokens
 from .bus import EventBus
 from .compaction import compact_conversation, split_point
 from .control_files import CONTROL_HINT, control_changes, control_denied, control_refusal, control_warning
@@ -89,6 +89,15 @@ log = logging.getLogger("ipyagent")
 MAX_RESULT_IMAGES = 4
 
 CANCELLED_RESULT = "Cancelled: the user stopped the run before this tool call finished."
+OVER_BUDGET_RESULT = "Not run: the reply that asked for it took the run past its token budget."
+
+
+class _OutOfBudget(Exception):
+    """The token ledger has too little left for the next request: the run ends ``exhausted``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +159,8 @@ class AgentRun:
         answers: Where those answers arrive (from any thread).
         inbox: Input sent while the run is in flight; it is taken between turns.
         always_allowed: Tools the user allowed for the rest of the conversation; the run adds to it.
+        ledger: The token budget to draw on, shared with the run that started this one (a
+            sub-agent's); by default the run's own, made from its caps.
     """
 
     def __init__(
@@ -164,6 +175,7 @@ class AgentRun:
         inbox: Inbox | None = None,
         always_allowed: set[str] | None = None,
         reserved_ids: Container[str] = (),
+        ledger: TokenLedger | None = None,
     ) -> None:
         self.conversation = conversation
         self.config = config
@@ -195,7 +207,11 @@ class AgentRun:
         self._compacted = False
         self._request_mark = 0
         self.spending = Spending(
-            config.budget, config.conversation_budget, conversation_seconds=conversation.seconds
+            config.budget,
+            config.conversation_budget,
+            conversation_seconds=conversation.seconds,
+            conversation_tokens=spent_tokens(conversation.usage),
+            ledger=ledger,
         )
         self._redactor = RequestRedactor() if config.redact_requests else None
         self._typed = AnswerCheck(config.output, config.output_retries) if config.output else None
@@ -245,6 +261,13 @@ class AgentRun:
                 reply = await self._model_turn()
                 self._commit(reply)
                 await self._after_model(reply)
+                if over := self.spending.overspent(self.usage, self.conversation.usage):
+                    if reply.tool_calls:  # not run, but answered: the transcript stays valid
+                        unrun = [
+                            self._result_block(c, OVER_BUDGET_RESULT, is_error=True) for c in reply.tool_calls
+                        ]
+                        self._commit(Message(role="user", content=tuple(unrun)))
+                    return self._finish("exhausted", over)
                 if not reply.tool_calls:
                     if reply.finish_reason == "pause":  # the provider asks us to let it go on
                         continue
@@ -265,6 +288,9 @@ class AgentRun:
                         hint="Read the tool errors above; fix the tool or its inputs, or rephrase.",
                         code="repeated_tool_failure",
                     )
+        except _OutOfBudget as exc:
+            self._tidy_after_interruption()
+            return self._finish("exhausted", exc.reason)
         except asyncio.CancelledError:
             if out_of_time := self.spending.out_of_time():
                 self._tidy_after_interruption()
@@ -336,24 +362,35 @@ class AgentRun:
             )
 
     async def _send(self, attempt: int) -> Message:
-        """One attempt at the turn's request: build it, stream the reply, count its usage."""
-        request = await self._build_request()
-        self._emit(RequestStarted(turn=self.turn, attempt=attempt, model=self.provider.model_id))
-        started = time.monotonic()
-        assembler = self._assembler = PartsAssembler(taken_ids=self.taken_ids)
+        """One attempt at the turn's request: reserve what it may cost, build it, stream the
+        reply, count its usage."""
+        config = self.config
+        capped = self.spending.ledger is not None  # the estimate is needed only under a token cap
+        prompt = self.conversation.context_used(config.system + self._schemas()) if capped else 0
+        hold = await self.spending.reserve(prompt, config.settings.max_tokens)
+        if isinstance(hold, str):
+            raise _OutOfBudget(hold)
         try:
-            async with open_stream(self.provider, request) as stream:
-                async for chunk in stream:
-                    for event in assembler.feed(chunk):
-                        self._emit(event)
-            for event in assembler.finish():
-                self._emit(event)
-        except AgentError:
+            request = await self._build_request(hold)
+            self._emit(RequestStarted(turn=self.turn, attempt=attempt, model=self.provider.model_id))
+            started = time.monotonic()
+            assembler = self._assembler = PartsAssembler(taken_ids=self.taken_ids)
+            try:
+                async with open_stream(self.provider, request) as stream:
+                    async for chunk in stream:
+                        for event in assembler.feed(chunk):
+                            self._emit(event)
+                for event in assembler.finish():
+                    self._emit(event)
+            except AgentError:
+                self._assembler = None
+                raise
             self._assembler = None
-            raise
-        self._assembler = None
-        reply = assembler.message(model=self.provider.model_id)
-        usage = self._record_usage(assembler, request)
+            reply = assembler.message(model=self.provider.model_id)
+            usage = self._record_usage(assembler, request)
+            hold.settle(spent_tokens(usage))
+        finally:
+            hold.settle(0)  # failed or cancelled: what it did not report is not counted
         self._emit(
             RequestDone(
                 turn=self.turn,
@@ -396,7 +433,7 @@ class AgentRun:
             )
         return False
 
-    async def _build_request(self) -> ModelRequest:
+    async def _build_request(self, hold: Hold) -> ModelRequest:
         config = self.config
         specs = [t.spec for t in config.tools]
         self._request_mark = len(self.conversation.messages)
@@ -404,12 +441,13 @@ class AgentRun:
         # make a long conversation quadratic.
         choice = choose(config.tool_choice, self.messages, specs)  # see tool_choice.py
         settings = config.settings
-        if self.spending.caps_tokens:
-            # A reply may not take the run past its token cap.
-            prompt = self.conversation.context_used(config.system + self._schemas())
-            cap = self.spending.reply_cap(self.usage, self.conversation.usage, prompt)
-            if cap is not None and (settings.max_tokens is None or cap < settings.max_tokens):
-                settings = settings.model_copy(update={"max_tokens": cap})
+        cap = hold.reply  # a reply may not take the run past its token cap
+        if (
+            hold.ledger is not None
+            and cap is not None
+            and (settings.max_tokens is None or cap < settings.max_tokens)
+        ):
+            settings = settings.model_copy(update={"max_tokens": cap})
         messages = list(self.conversation.messages)
         if has_images(messages) and not accepts_images(self.provider.model_id):
             messages = without_images(messages)  # their text describes them
@@ -459,6 +497,8 @@ class AgentRun:
             screen=screener(config.hooks, self._redactor, self._emit),
         )
         self.usage = self.usage + result.usage
+        if self.spending.ledger is not None:  # sent without a reservation; counted all the same
+            self.spending.ledger.charge(spent_tokens(result.usage))
 
     async def _after_model(self, reply: Message) -> None:
         for fn in [fn for h in self.config.hooks.chain() for fn in h.after_model]:

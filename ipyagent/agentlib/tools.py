@@ -14,7 +14,6 @@ or, where this machine cannot confine one, not at all.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -32,6 +31,7 @@ from .docstrings import parse_docstring
 from .errors import UserError
 from .messages import ImageBlock
 from .model import ToolSpec
+from .workers import tool_workers
 
 if typing.TYPE_CHECKING:
     from .control_files import Subject
@@ -135,7 +135,9 @@ class Tool:
         return {name: parsed.__dict__[name] for name in type(parsed).model_fields if name in given}
 
     async def call(self, arguments: dict[str, Any], context: RunContext) -> Any:
-        """Run the function. Sync functions run in a worker thread so the loop stays live."""
+        """Run the function. Sync functions run in a worker thread so the loop stays live: one
+        of :func:`~.workers.tool_workers`, where a call abandoned at its timeout cannot keep
+        the calls after it waiting."""
         kwargs = dict(arguments)
         if self.context_parameter:
             kwargs[self.context_parameter] = context
@@ -145,7 +147,7 @@ class Tool:
             return await _call_sandboxed(self, args, kwargs)
         if _is_async(self.function):
             return await self.function(*args, **kwargs)
-        result = await asyncio.to_thread(self.function, *args, **kwargs)
+        result = await tool_workers().run(self.function, args, kwargs, label=self.name)
         if inspect.isawaitable(result):
             return await result
         return result
@@ -305,7 +307,10 @@ async def _call_sandboxed(tool: Tool, args: list[Any], kwargs: dict[str, Any]) -
         limits = tool.sandboxed
     else:
         limits = sandbox.Limits(timeout=tool.timeout if tool.timeout is not None else SANDBOX_TIMEOUT)
-    return await asyncio.to_thread(sandbox.call, tool.function, args, kwargs, cwd=os.getcwd(), limits=limits)
+    # The sandbox kills the child at the limit, so this worker is back by then.
+    return await tool_workers().run(
+        sandbox.call, (tool.function, args, kwargs), {"cwd": os.getcwd(), "limits": limits}, label=tool.name
+    )
 
 
 def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:

@@ -118,7 +118,9 @@ async def test_a_conversation_cap_counts_every_run_and_survives_a_restart(tmp_pa
     model = ScriptedModel([*looping(2, input_tokens=300, output_tokens=10), answer, "Two."])
     options = {"tools": [lookup], "system": "Be brief.", "conversation_budget": {"tokens": 1_000}}
     agent = Agent(model=model, session=session, **options)  # type: ignore[arg-type]
-    assert (await agent.run("First.")).status == "completed"  # 2 x 310, then 410: 1,030
+    first = await agent.run("First.")  # 2 x 310, then 410: 1,030, more than the reply was allowed
+    assert first.status == "exhausted"
+    assert "The conversation used 1,030 tokens, past its budget of 1,000" in first.reason
     agent.close()
     again = Agent(model=model, session=session, **options)  # type: ignore[arg-type]
     result = await again.run("Second.")

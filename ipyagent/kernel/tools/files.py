@@ -14,6 +14,11 @@ user says yes to a question, and searches skip them. A search runs in a process 
 (:mod:`._search`), killed at its time limit, and says which files it did not search (too large,
 binary), so "no matches" is never mistaken for a definite answer.
 
+A write or an edit first takes the file's lock (:mod:`.file_lock`), waiting at most
+``lock_seconds`` for another call or process that holds it; the protected files are refused
+before that, by path and by inode (a hard link to one is that file), since a conversation's
+session file stays locked while it is open.
+
 Writes (``write_file``, ``edit_file``) run in a child process the OS confines to the workspace
 (:mod:`ipyagent.agentlib.sandbox`): should a path ever slip past the checks above, the kernel
 itself refuses a write outside. Where this machine cannot confine a child, they are refused
@@ -37,10 +42,11 @@ from typing import Any
 from ...agentlib import sandbox
 from ...agentlib.control_files import Subject
 from ...agentlib.tools import RunContext, Tool, tool
+from ...agentlib.workers import tool_workers
 from . import _safe_io as io
 from . import _search as _search_worker
 from ._safe_io import WorkspaceError
-from .file_lock import locked
+from .file_lock import LOCK_SECONDS, locked
 
 __all__ = ["WorkspaceError", "file_tools", "resolve_inside"]
 
@@ -84,11 +90,16 @@ def _inside(root: Path, path: Path) -> bool:
 
 
 def file_tools(
-    workspace: Path, *, protected: Mapping[Path, str] | None = None, search_seconds: float | None = None
+    workspace: Path,
+    *,
+    protected: Mapping[Path, str] | None = None,
+    search_seconds: float | None = None,
+    lock_seconds: float | None = None,
 ) -> list[Tool]:
     """The file tools for ``workspace``. ``protected`` maps files the tools must never write to
     what they are (said to the model when it tries); ``search_seconds`` bounds one search
-    (default: :data:`SEARCH_SECONDS`)."""
+    (default: :data:`SEARCH_SECONDS`); ``lock_seconds`` how long an edit waits for a file
+    another call or process holds (default: :data:`~.file_lock.LOCK_SECONDS`)."""
     root = workspace
     # Read live, not copied: the kernel's mapping grows as sub-agents' session files appear.
     guarded: Mapping[Path, str] = protected if protected is not None else {}
@@ -110,11 +121,17 @@ def file_tools(
                 out[(info.st_dev, info.st_ino)] = why
         return out
 
-    def check_writable(target: Path, path: str) -> list[str]:
+    def check_writable(target: Path, path: str, refused: Mapping[tuple[int, int], str]) -> list[str]:
+        """The path's parts, or why it may not be written. Checked before any lock is taken: a
+        conversation's session file stays locked while it is open, so a lock would wait for it."""
         for protected_path, why in guarded.items():
             with contextlib.suppress(OSError, RuntimeError):
                 if protected_path.resolve() == target:
                     raise WorkspaceError(io.off_limits(rel(target), why))
+        with contextlib.suppress(OSError):
+            info = target.stat()  # a hard link to a protected file is that file
+            if (linked := refused.get((info.st_dev, info.st_ino))) is not None:
+                raise WorkspaceError(io.off_limits(rel(target), linked))
         parts = parts_of(target)
         if not parts:
             raise WorkspaceError(f"{path!r} is the workspace folder itself, not a file.")
@@ -174,13 +191,15 @@ def file_tools(
         if secret:
             await _consent(ctx, rel(target))
         else:  # a hard link to a secrets file is that file under another name
-            linked = await asyncio.to_thread(_linked_secret_at, base, target)
+            linked = await tool_workers().run(_linked_secret_at, (base, target), label="read_file")
             if linked is not None:
                 await _consent(ctx, rel(target), linked=linked)
                 secret = True
         # Never blocks: only a regular file is opened (O_NONBLOCK, then fstat), and at most
         # MAX_READ_CHARS plus MAX_COUNT_BYTES are read, so the thread always ends soon.
-        return await asyncio.to_thread(_read_range, base, parts, start_line, end_line, consented=secret)
+        return await tool_workers().run(
+            _read_range, (base, parts, start_line, end_line), {"consented": secret}, label="read_file"
+        )
 
     async def search_files(pattern: str, path: str = ".", glob: str = "*") -> str:
         """Search file contents with a regular expression.
@@ -211,9 +230,13 @@ def file_tools(
             content: The whole new content.
         """
         target = resolve_inside(root, path)
-        parts = check_writable(target, path)
+        refused = refused_inodes()
+        parts = check_writable(target, path, refused)
         data = content.encode("utf-8")
-        existed = _confined(root, _write, real_root(), parts, data, refused_inodes())
+        # Not over a file that another call or process holds locked (another kernel's open
+        # conversation file would go on being written to the replaced, unlinked inode).
+        with locked(target, timeout=lock_seconds if lock_seconds is not None else LOCK_SECONDS):
+            existed = _confined(root, _write, real_root(), parts, data, refused)
         return f"{'Overwrote' if existed else 'Created'} {rel(target)} ({len(content):,} characters)."
 
     def edit_file(path: str, old: str, new: str, expected_count: int = 1) -> str:
@@ -226,10 +249,13 @@ def file_tools(
             expected_count: How many occurrences you expect; the edit is refused if it differs.
         """
         target = resolve_inside(root, path)
-        parts = check_writable(target, path)
-        with locked(target):  # a concurrent edit of the same file is applied after this one
+        refused = refused_inodes()
+        parts = check_writable(target, path, refused)
+        # A concurrent edit of the same file is applied after this one; a file another process
+        # keeps locked past the deadline is an error result that names it (see file_lock).
+        with locked(target, timeout=lock_seconds if lock_seconds is not None else LOCK_SECONDS):
             count: int = _confined(
-                root, _replace, real_root(), parts, old, new, expected_count, rel(target), refused_inodes()
+                root, _replace, real_root(), parts, old, new, expected_count, rel(target), refused
             )
         return f"Replaced {count} occurrence(s) in {rel(target)}."
 

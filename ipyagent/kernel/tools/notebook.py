@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...agentlib.atomic import atomic_write
 from ...agentlib.tools import RunContext, Tool, ToolOutput, tool
+from ...agentlib.workers import tool_workers
 from ..history import runs_an_agent
 from ..live_protocol import CellOutputsParams, DeleteOp, InsertOp, MoveOp, Provenance, ReplaceOp
 from ..runner import MainThread
@@ -312,9 +313,14 @@ def notebook_tools(
                     "file is not changed)."
                 )
             return noted(note, "Proposed the cell below the current one; the user sees it in the notebook.")
+        # In a worker: the lock may wait for another process, and this coroutine is on the loop.
+        return await tool_workers().run(
+            insert_saved, (target(path), source, cell_type, index), label="insert_cell"
+        )
+
+    def insert_saved(file: Path, source: str, cell_type: str, index: int | None) -> str:
         import nbformat
 
-        file = target(path)
         with locked(file):
             nb = _load(file)
             position = len(nb.cells) if index is None else max(0, min(index, len(nb.cells)))
