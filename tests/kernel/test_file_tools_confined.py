@@ -90,3 +90,23 @@ async def test_without_a_sandbox_nothing_is_written(
     assert block.is_error and "Not run" in block.content
     assert sorted(os.listdir(workspace)) == ["notes.txt"]
     assert (workspace / "notes.txt").read_text() == "old text\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("write_file", {"path": "linked.txt", "content": "new"}),
+        ("edit_file", {"path": "linked.txt", "old": "outside", "new": "changed"}),
+    ],
+)
+async def test_a_file_with_another_name_outside_is_not_changed_and_the_model_is_told_why(
+    folders: tuple[Path, Path], name: str, arguments: dict[str, Any]
+) -> None:
+    workspace, outside = folders
+    (outside / "original.txt").write_text("outside text\n")
+    os.link(outside / "original.txt", workspace / "linked.txt")
+    result = await call(workspace, name, arguments)
+    assert result.is_error
+    assert "hard links" in result.content and "Tell the user" in result.content
+    assert (outside / "original.txt").read_text() == "outside text\n"
+    assert (workspace / "linked.txt").read_text() == "outside text\n"

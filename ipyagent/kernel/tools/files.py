@@ -132,6 +132,13 @@ def file_tools(
             info = target.stat()  # a hard link to a protected file is that file
             if (linked := refused.get((info.st_dev, info.st_ino))) is not None:
                 raise WorkspaceError(io.off_limits(rel(target), linked))
+            if info.st_nlink > 1:  # the sandbox keeps such a file read-only (docs/sandbox.md)
+                raise WorkspaceError(
+                    f"{rel(target)} has {info.st_nlink} names (hard links): the same file may be "
+                    "outside the workspace too, so it is not changed through this one. Tell the user; "
+                    "to change it here only, they can replace it with a copy of itself "
+                    f"(cp {rel(target)} copy && mv copy {rel(target)})."
+                )
         parts = parts_of(target)
         if not parts:
             raise WorkspaceError(f"{path!r} is the workspace folder itself, not a file.")
