@@ -309,6 +309,7 @@ async def test_a_sandboxed_tool_cannot_read_a_project_root_on_sys_path(
             except OSError as exc:
                 said.append(f"refused {name} {exc.errno}")
         sys.modules.pop("mypkg", None)
+        importlib.invalidate_caches()  # the finder lists the folder again, as a new process does
         said.append(f"mypkg {importlib.import_module('mypkg').VALUE}")
         # The standard library and site-packages stay readable: read their files, not only the
         # modules the fork already holds.
@@ -335,9 +336,15 @@ async def test_a_sandboxed_tool_cannot_read_a_project_root_on_sys_path(
 async def test_a_shell_command_imports_the_standard_library_and_site_packages(
     workspace: Path, project: Path
 ) -> None:
-    command = f"{PY} -c 'import json, pydantic, email.mime.text; print(\"imported\")'; cat {project}/.env"
+    # The project's package imports in a new process too (an editable install's .pth puts its
+    # root on sys.path), whose finder lists the root before it looks for the package.
+    editable = f'import sys; sys.path.insert(0, "{project}"); import mypkg; print(mypkg.VALUE)'
+    command = (
+        f"{PY} -c 'import json, pydantic, email.mime.text; print(\"imported\")'; "
+        f"{PY} -c '{editable}'; cat {project}/.env"
+    )
     result = await sandbox.run(command, cwd=workspace)
-    assert result.stdout == "imported\n", result
+    assert result.stdout == "imported\n42\n", result
     assert "sk-from-the-project" not in result.stdout and "Permission denied" in result.stderr
 
 

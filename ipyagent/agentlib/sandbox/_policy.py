@@ -46,6 +46,7 @@ __all__ = [
     "command_env",
     "device_rules",
     "holds_home",
+    "import_folders",
     "launcher_argv",
     "read_paths",
 ]
@@ -134,11 +135,33 @@ def read_paths(
         f for f in folders if os.path.isdir(f) and f not in ("/", home_dir) and not _under(home_dir, f)
     ]
     out += folders
+    for real in import_folders(python_paths, library=folders):
+        out += _importable(real)
+    return sorted(set(out))
+
+
+def import_folders(
+    python_paths: Sequence[str] | None = None, *, library: Sequence[str] | None = None
+) -> list[str]:
+    """The folders on ``python_paths`` (default: ``sys.path``) that are not the interpreter's own
+    (``library``): an editable install's project root, a ``PYTHONPATH`` entry. Only their
+    packages and modules are read (:func:`read_paths`); the folders themselves may only be
+    listed (:func:`build_spec`), which ``import`` needs — its finder lists a folder before it
+    looks for a module in it — and which shows names, never what a file holds."""
+    folders = [f for f in map(_real, library if library is not None else _library()) if f]
+    found = []
     for entry in python_paths if python_paths is not None else [p for p in sys.path if p]:
         real = _real(entry)
         if real and not any(real == f or _under(real, f) for f in folders):
-            out += _importable(real)
-    return sorted(set(out))
+            found.append(real)
+    return list(dict.fromkeys(found))
+
+
+def _listable(folder: str) -> bool:
+    """Whether an import folder's names may be listed: never the home folder's, nor those of a
+    folder holding it."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    return os.path.isdir(folder) and folder != "/" and folder != home and not _under(home, folder)
 
 
 def _real(path: str) -> str | None:
@@ -232,7 +255,10 @@ def build_spec(
         "read": read_paths(),
         "write": sorted({workspace, os.path.realpath(tmp), *private}),
         "private": private,
-        "files": device_rules(),
+        "files": [
+            *device_rules(),
+            *((folder, _confine.READ_DIR) for folder in import_folders() if _listable(folder)),
+        ],
         "network": limits.network,
         "memory": limits.memory,
         "cpu_seconds": max(1, int(limits.timeout) + 1),
