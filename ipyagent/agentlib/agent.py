@@ -53,7 +53,8 @@ from .project_context import ProjectContext, load_project_context
 from .request_redaction import RequestRedactor, redact_requests_default
 from .result import RunResult
 from .retry import RetryPolicy
-from .run import AgentRun, RunConfig
+from .run import AgentRun
+from .run_config import RunConfig
 from .sessions import Session
 from .system_prompt import build_system_prompt
 from .tool_choice import ToolChoicePolicy, call_named_tools, check_tool_choice

@@ -224,9 +224,10 @@ class TokenLedger:
         self.spent += tokens
         self._wake()
 
-    def _settle(self, hold: Hold, tokens: int) -> None:
-        self.reserved -= hold.tokens
-        self.spent += tokens
+    def settle(self, held: int, spent: int) -> None:
+        """Release a reservation of ``held`` tokens, counting ``spent`` (see :meth:`Hold.settle`)."""
+        self.reserved -= held
+        self.spent += spent
         self._wake()
 
     def _wake(self) -> None:
@@ -249,7 +250,7 @@ class Hold:
         """Release the hold, counting ``tokens`` as spent; only the first call counts."""
         if self._open and self.ledger is not None:
             self._open = False
-            self.ledger._settle(self, tokens)
+            self.ledger.settle(self.tokens, tokens)
 
 
 class Spending:

@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import ErrorInfo, UserError
 from .maps import ItemResult, MapJob, run_item
-from .run import RunConfig
+from .run_config import RunConfig
 
 __all__ = ["DaskExecutor", "executor_for", "portable_config", "run_item_sync"]
 

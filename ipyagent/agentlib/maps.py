@@ -3,7 +3,7 @@
     labels = await agent.map(df, "Classify this ticket: {title}\\n\\n{body}", output_type=Label)
 
 Each item runs as an independent conversation: a fresh transcript with the agent's model, tools
-and settings (a :class:`~ipyagent.agentlib.run.RunConfig` frozen once for the map), never
+and settings (a :class:`~ipyagent.agentlib.run_config.RunConfig` frozen once for the map), never
 appended to the agent's own conversation. Nobody is asked for permission in an item's run, so a
 tool that changes things is denied there unless the agent has ``auto_approve``.
 
@@ -37,7 +37,8 @@ from .conversation import Conversation
 from .errors import ErrorInfo, UserError
 from .events import AgentEvent, MapProgress
 from .map_items import MapInput, Prompt, fingerprint, map_input, prompt_key, to_frame
-from .run import AgentRun, RunConfig
+from .run import AgentRun
+from .run_config import RunConfig
 from .usage import Usage
 
 __all__ = [

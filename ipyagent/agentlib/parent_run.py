@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from .asks import PendingAnswers
     from .budget import Budget, TokenLedger
     from .bus import EventBus
-    from .run import AgentRun, RunConfig
+    from .run import AgentRun
+    from .run_config import RunConfig
     from .sessions import Session
     from .usage import Usage
 

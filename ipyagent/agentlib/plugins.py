@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from .model import ModelRequest, ModelSettings, Provider
     from .result import RunResult
     from .retry import RetryPolicy
-    from .run import RunConfig
+    from .run_config import RunConfig
     from .sessions import Session
     from .usage import Usage
 

@@ -21,13 +21,13 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Container, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from .asks import Inbox, PendingAnswers
 from .attachments import attachment_label
-from .budget import Budget, Hold, Spending, TokenLedger, spent_tokens
+from .budget import Hold, Spending, TokenLedger, spent_tokens
 from .bus import EventBus
 from .compaction import compact_conversation, split_point
 from .control_files import CONTROL_HINT, control_changes, control_denied, control_refusal, control_warning
@@ -56,7 +56,6 @@ from .events import (
 )
 from .hooks import (
     BlockToolCall,
-    Hooks,
     ToolCallBlocked,
     ToolCallInfo,
     check_tool_call,
@@ -65,18 +64,19 @@ from .hooks import (
     screener,
 )
 from .messages import ContentBlock, ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, new_id
-from .model import ModelRequest, ModelSettings, Provider, ToolChoice, open_stream
-from .output import AnswerCheck, OutputSpec
+from .model import ModelRequest, open_stream
+from .output import AnswerCheck
 from .parent_run import ParentRun, either
 from .parts import PartsAssembler
-from .plugins import Plugin, PluginRun, plugins_on_run_end, plugins_on_turn, start_plugins
+from .plugins import PluginRun, plugins_on_run_end, plugins_on_turn, start_plugins
 from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .request_redaction import RequestRedactor
 from .result import RunResult
-from .retry import Retries, RetryPolicy
-from .tool_choice import ToolChoicePolicy, call_named_tools, choose, expects_tool_call
-from .tool_sources import SourceContext, ToolSource, gather_tools
+from .retry import Retries
+from .run_config import RunConfig
+from .tool_choice import choose, expects_tool_call
+from .tool_sources import SourceContext, gather_tools
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, jsonable, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
 from .vision import accepts_images, has_images, images_rejected, without_images
@@ -98,51 +98,6 @@ class _OutOfBudget(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunConfig:
-    """What a run reads of the agent's configuration, fixed when the run starts (the defaults
-    are :class:`~ipyagent.agentlib.agent.Agent`'s)."""
-
-    provider: Provider
-    #: The system prompt, built once for the run's tools.
-    system: str
-    tools: tuple[Tool, ...] = ()
-    #: The model as the agent names it (``None`` when it picked the default): the session records it.
-    model: str | None = None
-    settings: ModelSettings = field(default_factory=ModelSettings)
-    #: The agent's hooks, shared: a hook added during a run applies from its next call.
-    hooks: Hooks = field(default_factory=Hooks)
-    #: Mask secrets in every request before the policies and the model see it (see
-    #: :mod:`~ipyagent.agentlib.request_redaction`).
-    redact_requests: bool = True
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    max_turns: int = 50
-    max_repeated_calls: int = 3
-    max_consecutive_failures: int = 5
-    max_result_chars: int = 30_000
-    tool_timeout: float = 120.0
-    can_write: bool = True
-    auto_approve: bool = False
-    compact_threshold: float | None = 0.85
-    compact_keep: int = 6
-    #: Which tools each request may call: a fixed choice, or a policy asked before each request.
-    tool_choice: ToolChoice | ToolChoicePolicy = call_named_tools
-    #: Caps on what this run may spend, and on the conversation's total (see budget.py).
-    budget: Budget | None = None
-    conversation_budget: Budget | None = None
-    #: Where more tools come from as the run starts (MCP servers); the system prompt for them.
-    tool_sources: tuple[ToolSource, ...] = ()
-    system_for: Callable[[Sequence[Tool]], str] | None = None
-    #: The typed answer the run ends with (see output.py), and how often an invalid one is
-    #: answered with its problems before the run fails.
-    output: OutputSpec | None = None
-    output_retries: int = 2
-    #: How many delegations deep this run is: 0 for an agent's own run, 1 for its sub-agent's.
-    depth: int = 0
-    #: Called as the run starts, after each model turn and at its end (see plugins.py).
-    plugins: tuple[Plugin, ...] = ()
 
 
 class AgentRun:

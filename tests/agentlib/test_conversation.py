@@ -24,7 +24,8 @@ from ipyagent.agentlib.errors import ContextOverflowError, ProviderUnavailable, 
 from ipyagent.agentlib.events import AgentEvent, PermissionRequired
 from ipyagent.agentlib.messages import Message, TextBlock
 from ipyagent.agentlib.retry import Retries
-from ipyagent.agentlib.run import AgentRun, RunConfig
+from ipyagent.agentlib.run import AgentRun
+from ipyagent.agentlib.run_config import RunConfig
 from ipyagent.agentlib.sessions import Session, read_session
 from ipyagent.agentlib.tools import as_tool
 from ipyagent.testing import ScriptedModel, error, tool_call, usage

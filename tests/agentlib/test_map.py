@@ -21,7 +21,7 @@ from ipyagent.agentlib.errors import ProviderError
 from ipyagent.agentlib.events import MapProgress
 from ipyagent.agentlib.maps import ItemResult, MapJob, MapResult, TextProgress, run_item
 from ipyagent.agentlib.model import ModelRequest
-from ipyagent.agentlib.run import RunConfig
+from ipyagent.agentlib.run_config import RunConfig
 from ipyagent.testing import ScriptedModel, error, pause, text, usage
 
 
