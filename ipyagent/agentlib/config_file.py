@@ -6,40 +6,77 @@ Its ``[endpoints]`` tables are read by :mod:`~ipyagent.agentlib.endpoints`, its 
 
 from __future__ import annotations
 
+import functools
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from .errors import UserError
 
-__all__ = ["config_path", "read_config", "toml_module"]
+__all__ = ["config_bytes", "config_path", "read_config", "toml_module"]
 
 
 def config_path() -> Path:
     """``$IPYAGENT_CONFIG``, else ``$XDG_CONFIG_HOME/ipyagent/config.toml``, else
     ``~/.config/ipyagent/config.toml``."""
-    explicit = os.environ.get("IPYAGENT_CONFIG")
+    return _config_path(
+        os.environ.get("IPYAGENT_CONFIG"), os.environ.get("XDG_CONFIG_HOME"), os.path.expanduser("~")
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _config_path(explicit: str | None, xdg: str | None, home: str) -> Path:
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
-    return Path(base).expanduser() / "ipyagent" / "config.toml"
+    return Path(xdg or os.path.join(home, ".config")).expanduser() / "ipyagent" / "config.toml"
+
+
+def config_bytes(path: Path) -> bytes | None:
+    """What the file at ``path`` holds now (``None`` when there is no regular file there): a
+    cheap way to tell whether it changed, which a modification time cannot always tell (two
+    writes within one tick of the file system's clock). Raises ``OSError`` when the file is
+    there but cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    with os.fdopen(fd, "rb") as f:  # a FIFO or a device is never read (it could block)
+        return f.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
+
+
+#: The last parse of each config file, by path: its bytes and what they say.
+_parsed: dict[str, tuple[bytes, dict[str, Any]]] = {}
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """The whole config file at ``path`` (``{}`` when there is none)."""
-    if not path.is_file():
-        return {}
+    """The whole config file at ``path`` (``{}`` when there is none). Parsed again only when its
+    bytes changed, since it is asked on every request (prices, redaction, endpoints): read what
+    it returns, do not change it."""
     try:
-        with path.open("rb") as f:
-            data: dict[str, Any] = toml_module().load(f)
-            return data
-    except (OSError, toml_module().TOMLDecodeError) as exc:
+        data = config_bytes(path)
+    except OSError as exc:
+        raise UserError(
+            f"Could not read the ipyagent config file {path}: {exc}",
+            hint="Fix the file's permissions, or point IPYAGENT_CONFIG at another one.",
+            code="invalid_config",
+        ) from exc
+    if data is None:
+        return {}
+    cached = _parsed.get(str(path))
+    if cached is not None and cached[0] == data:
+        return cached[1]
+    try:
+        parsed: dict[str, Any] = toml_module().loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, toml_module().TOMLDecodeError) as exc:
         raise UserError(
             f"Could not read the ipyagent config file {path}: {exc}",
             hint="Fix the file (it is TOML), or point IPYAGENT_CONFIG at another one.",
             code="invalid_config",
         ) from exc
+    _parsed[str(path)] = (data, parsed)
+    return parsed
 
 
 def toml_module() -> Any:

@@ -23,6 +23,7 @@ from .messages import Message
 from .model import ModelSettings
 from .sessions import SETTINGS_KEYS, Session
 from .usage import ContextWindow, Usage, estimate_tokens
+from .vision import holds_images
 
 __all__ = ["Conversation", "open_session"]
 
@@ -45,6 +46,8 @@ class Conversation:
         # Every tool-call id the transcript ever held: a new call must not reuse one. Kept as the
         # transcript grows (never rebuilt per turn) and not shrunk by a compaction.
         self._call_ids: set[str] = {call.id for m in self._messages for call in m.tool_calls}
+        # How many messages carry images: counted as they are committed, never per request.
+        self._with_images = sum(map(holds_images, self._messages))
         self._usage = state.usage if state else Usage()
         self._seconds = state.run_seconds if state else 0.0
         self._context: ContextWindow | None = None
@@ -63,6 +66,11 @@ class Conversation:
     def call_ids(self) -> Set[str]:
         """Every tool-call id used in this conversation, read-only (it grows with the transcript)."""
         return self._call_ids
+
+    @property
+    def has_images(self) -> bool:
+        """Whether any message of the transcript carries a tool result's images."""
+        return self._with_images > 0
 
     @property
     def usage(self) -> Usage:
@@ -117,6 +125,7 @@ class Conversation:
         """Commit ``message`` to the transcript (and the session)."""
         self._messages.append(message)
         self._call_ids.update(call.id for call in message.tool_calls)
+        self._with_images += holds_images(message)
         if self._session is not None:
             self._write(lambda s: s.append_message(message))
 
@@ -146,6 +155,7 @@ class Conversation:
         if not compaction.dropped or summary is None:
             return
         self._messages[: compaction.dropped] = [summary]
+        self._with_images = sum(map(holds_images, self._messages))  # once per compaction
         self._context = None
         self._context_mark = None
         self._write(
@@ -163,6 +173,7 @@ class Conversation:
         """Start afresh: an empty transcript, and usage and run time counted from zero (so a
         conversation budget applies anew); a session keeps its history and records the reset."""
         self._messages.clear()
+        self._with_images = 0
         self._usage = Usage()
         self._seconds = 0.0
         self._call_ids.clear()

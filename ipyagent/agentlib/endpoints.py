@@ -36,12 +36,12 @@ import dataclasses
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-from .config_file import config_path, read_config
+from .config_file import config_bytes, config_path, read_config
 from .errors import UserError
 from .model import Provider
 from .redact import add_secret_source, is_secret_header, redact_url, url_secrets
@@ -62,6 +62,7 @@ __all__ = [
     "register_provider_kind",
     "resolve_provider",
     "split_model_id",
+    "unregister_all_endpoints",
     "unregister_endpoint",
 ]
 
@@ -204,6 +205,13 @@ _BUILTINS: dict[str, Endpoint] = {
 }
 
 _registered: dict[str, Endpoint] = {}
+#: Counts the changes of ``_registered``: the secrets the endpoints hold are computed again after one.
+_registry_version = 0
+
+
+def _bump_registry() -> None:
+    global _registry_version
+    _registry_version += 1
 
 
 class ProviderFactory(Protocol):
@@ -309,12 +317,20 @@ def register_endpoint(
         think_tags=think_tags,
     )
     _registered[name] = endpoint
+    _bump_registry()
     return endpoint
 
 
 def unregister_endpoint(name: str) -> None:
     """Forget an endpoint registered in code (built-ins and the config file are untouched)."""
     _registered.pop(name, None)
+    _bump_registry()
+
+
+def unregister_all_endpoints() -> None:
+    """Forget every endpoint registered in code (a test's, or a notebook's that starts over)."""
+    _registered.clear()
+    _bump_registry()
 
 
 def _check_name(name: str) -> None:
@@ -554,7 +570,19 @@ def configured_secrets() -> set[str]:
     return found
 
 
-add_secret_source(configured_secrets)
+def _secrets_version() -> Hashable:
+    """When :func:`configured_secrets` may answer differently: the config file changed (its
+    path or its bytes), or an endpoint was registered or removed (the environment, which the
+    built-ins read, is compared by the caller)."""
+    path = config_path()
+    try:
+        held = config_bytes(path)
+    except OSError as exc:  # reported where the file is read; here, only a change counts
+        held = str(exc).encode()
+    return (str(path), held, _registry_version)
+
+
+add_secret_source(configured_secrets, version=_secrets_version)
 
 
 #: What a key in the environment selects when no model is configured, in this order.

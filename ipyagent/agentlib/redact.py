@@ -35,7 +35,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -188,26 +188,57 @@ def is_secret_header(name: str) -> bool:
     return name.lower() == "authorization" or bool(_SECRET_NAME.search(name))
 
 
-#: What else names secrets (the configured endpoints' keys), registered by who knows them.
-_SOURCES: list[Callable[[], Iterable[str]]] = []
+#: What else names secrets (the configured endpoints' keys), registered by who knows them: each
+#: with the function that says when its answer may have changed (``None``: at any time).
+_SOURCES: list[tuple[Callable[[], Iterable[str]], Callable[[], Hashable] | None]] = []
 
 
-def add_secret_source(source: Callable[[], Iterable[str]]) -> None:
-    """Have :func:`known_secrets` include what ``source()`` returns (once, however often added)."""
-    if source not in _SOURCES:
-        _SOURCES.append(source)
+def add_secret_source(
+    source: Callable[[], Iterable[str]], *, version: Callable[[], Hashable] | None = None
+) -> None:
+    """Have :func:`known_secrets` include what ``source()`` returns (once, however often added).
+    ``version()``: a cheap value that changes whenever ``source()``'s answer may change besides
+    the environment (a file's mtime, a registry's counter); without one, ``source()`` is asked
+    on every call."""
+    if all(known is not source for known, _ in _SOURCES):
+        _SOURCES.append((source, version))
+
+
+#: :func:`known_secrets`' last answer and what it was computed from: the environment (a copy,
+#: compared at C speed) and each source's version. One tuple, replaced whole: threads may ask.
+_last: tuple[dict[Any, Any], tuple[Hashable, ...], tuple[str, ...]] | None = None
+
+
+def _environ_copy() -> dict[Any, Any]:
+    """The process environment as one dict: CPython's ``os.environ`` keeps it in ``_data``, which
+    copies and compares without a Python call per variable (a walk of ``os.environ`` decodes
+    each one, and was most of the loop's cost); elsewhere, the walk."""
+    data = getattr(os.environ, "_data", None)
+    return dict(data) if isinstance(data, dict) else dict(os.environ)
 
 
 def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """Every value that must never be written, longest first: key-like environment variables,
     credentials in URLs (in the environment or the endpoints' base URLs), endpoint keys and
-    credential headers from the config file."""
-    env = os.environ if environ is None else environ
+    credential headers from the config file. Without ``environ`` (the process's), the answer is
+    kept until the environment or a source's version changes, so asking is cheap."""
+    if environ is not None:
+        return _compute(environ)
+    global _last
+    env = _environ_copy()
+    versions = tuple(version() if version is not None else object() for _, version in _SOURCES)
+    last = _last
+    if last is None or last[0] != env or last[1] != versions:
+        last = _last = (env, versions, tuple(_compute(os.environ)))
+    return list(last[2])
+
+
+def _compute(env: Mapping[str, str]) -> list[str]:
     found = {v.strip() for k, v in env.items() if _SECRET_NAME.search(k) and len(v.strip()) >= MIN_SECRET_LEN}
     for value in env.values():
         if "://" in value:
             found.update(url_secrets(value))
-    for source in _SOURCES:
+    for source, _ in _SOURCES:
         with contextlib.suppress(Exception):  # a broken config file is reported where it is used
             found.update(source())
     found = {s for s in found if len(s) >= MIN_SECRET_LEN}

@@ -79,7 +79,7 @@ from .tool_choice import choose, expects_tool_call
 from .tool_sources import SourceContext, gather_tools
 from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, jsonable, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
-from .vision import accepts_images, has_images, images_rejected, without_images
+from .vision import accepts_images, images_rejected, without_images
 
 __all__ = ["AgentRun", "RunConfig"]
 
@@ -404,7 +404,7 @@ class AgentRun:
         ):
             settings = settings.model_copy(update={"max_tokens": cap})
         messages = list(self.conversation.messages)
-        if has_images(messages) and not accepts_images(self.provider.model_id):
+        if self.conversation.has_images and not accepts_images(self.provider.model_id):
             messages = without_images(messages)  # their text describes them
         output = config.output
         request = ModelRequest.model_construct(

@@ -25,7 +25,14 @@ from .errors import AgentError, UserError
 from .events import RunWarning
 from .messages import Message, ToolResultBlock
 
-__all__ = ["accepts_images", "has_images", "images_rejected", "remember_no_images", "without_images"]
+__all__ = [
+    "accepts_images",
+    "has_images",
+    "holds_images",
+    "images_rejected",
+    "remember_no_images",
+    "without_images",
+]
 
 # Model names (the part after the endpoint) of known vision models.
 _VISION = re.compile(
@@ -75,14 +82,20 @@ def images_rejected(exc: AgentError, model_id: str, messages: Sequence[Message])
 
 
 def has_images(messages: Sequence[Message]) -> bool:
-    return any(isinstance(b, ToolResultBlock) and b.images for m in messages for b in m.content)
+    return any(map(holds_images, messages))
+
+
+def holds_images(message: Message) -> bool:
+    """Whether ``message`` carries a tool result's images (a conversation counts them as they
+    are committed, so a request need not look at every message again)."""
+    return any(isinstance(b, ToolResultBlock) and b.images for b in message.content)
 
 
 def without_images(messages: Sequence[Message]) -> list[Message]:
     """``messages`` with the tool results' images left out (their text describes them)."""
     out = []
     for message in messages:
-        if any(isinstance(b, ToolResultBlock) and b.images for b in message.content):
+        if holds_images(message):
             content = tuple(
                 b.model_copy(update={"images": ()}) if isinstance(b, ToolResultBlock) and b.images else b
                 for b in message.content

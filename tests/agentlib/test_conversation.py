@@ -208,3 +208,30 @@ def test_a_run_configs_defaults_are_the_agents() -> None:
             assert (agent_defaults[f.name], default) == (None, True)
             continue
         assert default == agent_defaults[f.name], f.name
+
+
+async def test_images_are_looked_for_once_per_message_not_per_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ipyagent.agentlib import conversation as conversation_module
+
+    looked: list[int] = []
+    real = conversation_module.holds_images
+
+    def counting(message: Message) -> bool:
+        looked.append(1)
+        return real(message)
+
+    monkeypatch.setattr(conversation_module, "holds_images", counting)
+
+    @tool(read_only=True)
+    def noop(i: int) -> str:
+        """Nothing."""
+        return "ok"
+
+    rounds = 30
+    agent = Agent(
+        model=ScriptedModel([tool_call("noop", {"i": i}) for i in range(rounds)] + ["done"]), tools=[noop]
+    )
+    await agent.run("go")
+    assert len(looked) == len(agent.messages)  # each message once, as it was committed

@@ -40,4 +40,4 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> Iterator[Non
     # No user config file leaks into the tests.
     monkeypatch.setenv("IPYAGENT_CONFIG", str(tmp_path) + "/no-config.toml")
     yield
-    endpoints._registered.clear()
+    endpoints.unregister_all_endpoints()
