@@ -21,16 +21,16 @@ __all__ = ["config_bytes", "config_path", "read_config", "toml_module"]
 def config_path() -> Path:
     """``$IPYAGENT_CONFIG``, else ``$XDG_CONFIG_HOME/ipyagent/config.toml``, else
     ``~/.config/ipyagent/config.toml``."""
-    return _config_path(
-        os.environ.get("IPYAGENT_CONFIG"), os.environ.get("XDG_CONFIG_HOME"), os.path.expanduser("~")
-    )
+    environ = os.environ
+    return _config_path(environ.get("IPYAGENT_CONFIG"), environ.get("XDG_CONFIG_HOME"), environ.get("HOME"))
 
 
 @functools.lru_cache(maxsize=16)
-def _config_path(explicit: str | None, xdg: str | None, home: str) -> Path:
+def _config_path(explicit: str | None, xdg: str | None, home: str | None) -> Path:
+    """``home``: ``$HOME``, only so that a changed one gives another answer (``~`` reads it)."""
     if explicit:
         return Path(explicit).expanduser()
-    return Path(xdg or os.path.join(home, ".config")).expanduser() / "ipyagent" / "config.toml"
+    return Path(xdg or "~/.config").expanduser() / "ipyagent" / "config.toml"
 
 
 def config_bytes(path: Path) -> bytes | None:

@@ -52,13 +52,15 @@ _overrides: dict[str, Price] = {}
 def set_prices(table: Mapping[str, Mapping[str, Any]], *, source: str = "set_prices") -> None:
     """Add or replace prices: ``{"gpt-4.1": {"input": 2.0, "output": 8.0}}``, keyed like the
     price table. Raises a :class:`UserError` naming ``source`` for a malformed entry."""
+    global _table
     for name, fields in table.items():
         _overrides[name] = _price(name, fields, source)
+    _table = None
 
 
 def price_for(model_id: str) -> Price | None:
     """The price of ``model_id`` (``"openai/gpt-4.1"``), or None when it is not known."""
-    table = {**_shipped(), **_configured(), **_overrides}
+    table = _merged()
     endpoint, _, name = model_id.partition("/") if "/" in model_id else ("", "", model_id)
     last = name.rsplit("/", 1)[-1]  # a router's "anthropic/claude-sonnet-4-5"
     for key in (model_id, name, _SNAPSHOT.sub("", name), last, _SNAPSHOT.sub("", last), f"{endpoint}/*"):
@@ -117,9 +119,23 @@ def _shipped() -> dict[str, Price]:
     return {name: _price(name, fields, "ipyagent's price table") for name, fields in data.items()}
 
 
-def _configured() -> dict[str, Price]:
+#: The merged price table, and the config file's ``[prices]`` it was made from: asked on every
+#: request, it is made again only when that table (a new parse of the file) or an override changes.
+_table: tuple[object, dict[str, Price]] | None = None
+
+
+def _merged() -> dict[str, Price]:
+    global _table
     path = config_path()
-    table = read_config(path).get("prices", {})
+    configured = read_config(path).get("prices")  # the same object until the file changes
+    if _table is None or _table[0] is not configured:
+        _table = (configured, {**_shipped(), **_configured(configured, path), **_overrides})
+    return _table[1]
+
+
+def _configured(table: Any, path: Any) -> dict[str, Price]:
+    if table is None:
+        return {}
     if not isinstance(table, Mapping):
         raise UserError(
             f"In {path}, 'prices' must be a table of tables ([prices.\"MODEL\"]).",
