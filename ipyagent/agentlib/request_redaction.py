@@ -61,15 +61,15 @@ class RequestRedactor:
 
     Nor is the transcript walked in Python once per turn: a request whose messages begin with
     the previous request's (the same objects: a turn appends) reuses that request's masked list
-    and looks only at the messages added since. Checking that prefix is one identity comparison
-    per message at C speed; anything else (a compaction, a retried turn) falls back to the
+    and looks only at the messages added since. Checking that prefix is one list comparison,
+    identity first, at C speed; anything else (a compaction, a retried turn) falls back to the
     per-message memory."""
 
     def __init__(self) -> None:
         self._secrets: tuple[str, ...] = ()
         self._seen: dict[int, tuple[Message, Message]] = {}
         # The previous request's messages, their masked copies, and whether any copy differs.
-        self._sent: tuple[Message, ...] = ()
+        self._sent: list[Message] = []
         self._masked: tuple[Message, ...] = ()
         self._changed = False
 
@@ -77,18 +77,21 @@ class RequestRedactor:
         secrets = tuple(known_secrets())
         if secrets != self._secrets:  # a key was set or changed since the last request
             self._secrets, self._seen = secrets, {}
-            self._sent, self._masked, self._changed = (), (), False
+            self._sent, self._masked, self._changed = [], (), False
         system = mask_secrets(request.system, secrets)
         given = request.messages
         done = len(self._sent)
-        if done <= len(given) and all(map(operator.is_, given, self._sent)):
+        # A list comparison checks identity first, element by element, without a call per
+        # message: the cheapest way to see that a turn only appended (an equal message that is
+        # not the same object is masked the same way, so it counts as the same).
+        if done <= len(given) and list(given[:done]) == self._sent:
             added = [self._message(m) for m in given[done:]]
             masked = (*self._masked, *added)
             changed = self._changed or any(map(operator.is_not, added, given[done:]))
         else:
             masked = tuple(self._message(m) for m in given)
             changed = any(map(operator.is_not, masked, given))
-        self._sent, self._masked, self._changed = tuple(given), masked, changed
+        self._sent, self._masked, self._changed = list(given), masked, changed
         if system is request.system and not changed:
             return request
         return request.model_copy(update={"system": system, "messages": list(masked)})
