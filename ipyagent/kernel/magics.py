@@ -539,13 +539,14 @@ class AgentMagics(Magics):
         from ..agentlib.endpoints import endpoints
 
         for name, endpoint in sorted(endpoints().items()):
-            env = endpoint.key_env
+            names = endpoint.key_envs()
+            found = [n for n in names if os.environ.get(n)]
             if endpoint.api_key:
                 status = "key in config file"
-            elif not env or not endpoint.key_required:
+            elif not names or not endpoint.key_required:
                 status = "no key needed"
             else:
-                status = f"{env} set" if os.environ.get(env) else f"{env} not set"
+                status = f"{found[0]} set" if found else f"{' or '.join(names)} not set"
             print(f"{name:<12} {endpoint.kind:<10} {status}")
 
     def _cmd_session(self, rest: list[str]) -> None:
