@@ -14,7 +14,8 @@ assign tool-call ids or assemble messages.
 The request's ``tool_choice`` becomes the API's: ``"none"`` as it is, ``"required"`` in the
 endpoint's word for it (Mistral's ``"any"``), one tool name as ``{"type": "function", "function":
 {"name": ...}}``; several names send only those tools, with ``"required"`` (OpenAI's
-``allowed_tools`` would keep the whole list, but few other servers know it). ``"auto"`` is not sent: it is every server's default when tools are given.
+``allowed_tools`` would keep the whole list, but few other servers know it). ``"auto"`` is not
+sent: it is every server's default when tools are given.
 Servers that ignore ``tool_choice`` (some versions of Ollama's ``/v1``, LM Studio) cannot be
 made to honour it from here.
 
