@@ -14,6 +14,8 @@ from wire_transcripts import chunk, sse
 from ipyagent.agentlib.agent import Agent
 from ipyagent.agentlib.endpoints import (
     DEFAULT_BY_KEY,
+    UTILITY_BY_ENDPOINT,
+    context_limit,
     default_model_id,
     get_endpoint,
     provider_for,
@@ -22,6 +24,7 @@ from ipyagent.agentlib.endpoints import (
 from ipyagent.agentlib.errors import UserError
 from ipyagent.agentlib.messages import Message
 from ipyagent.agentlib.model import ModelRequest, ModelSettings, ToolSpec
+from ipyagent.agentlib.prices import price_for
 
 KEY = "AIzaSy-test-0123456789abcdef"
 TOOLS = [ToolSpec(name="get_time", description="The time.", parameters={"type": "object", "properties": {}})]
@@ -61,6 +64,17 @@ def test_each_key_picks_a_model_its_endpoint_serves(
     assert default_model_id() == model
     provider = provider_for(model)  # the key found is the one the endpoint reads
     assert provider.model_id == model
+
+
+def test_default_and_utility_models_have_windows_and_prices() -> None:
+    """What a key picks and what side calls use are known models: their context window (for
+    compaction) and price (for costs and cost caps). The Hugging Face router has no price of its
+    own: it bills what the provider serving the model charges."""
+    models = {model for _, model in DEFAULT_BY_KEY}
+    models |= {f"{endpoint}/{small}" for endpoint, small in UTILITY_BY_ENDPOINT.items()}
+    for model in sorted(models):
+        assert context_limit(model), model
+        assert (price_for(model) is None) is model.startswith("huggingface/"), model
 
 
 async def test_colab_with_google_api_key_and_no_config(
