@@ -257,12 +257,12 @@ _BUILTINS: dict[str, Endpoint] = {
         key_env="FIREWORKS_API_KEY",
         thinking_param="none",
     ),
+    # Cerebras' models (gpt-oss, Qwen) take reasoning_effort; it documents max_completion_tokens.
     "cerebras": Endpoint(
         "cerebras",
         "openai",
         base_url="https://api.cerebras.ai/v1",
         key_env="CEREBRAS_API_KEY",
-        thinking_param="none",
         max_tokens_field="max_completion_tokens",
     ),
     # Hugging Face's router: ``huggingface/<org>/<model>`` (``:provider`` may follow the model).

@@ -116,7 +116,7 @@ def asking(choice: Any = "required") -> ModelRequest:
         ("mistral", "MISTRAL_API_KEY", "any", "max_tokens", None, False),
         ("xai", "XAI_API_KEY", "required", "max_completion_tokens", None, True),
         ("fireworks", "FIREWORKS_API_KEY", "required", "max_tokens", None, True),
-        ("cerebras", "CEREBRAS_API_KEY", "required", "max_completion_tokens", None, True),
+        ("cerebras", "CEREBRAS_API_KEY", "required", "max_completion_tokens", "high", True),
         ("huggingface", "HF_TOKEN", "required", "max_tokens", None, True),
     ],
 )
