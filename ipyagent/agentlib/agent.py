@@ -320,15 +320,10 @@ class Agent:
         """The resolved model of side calls: ``utility_model``, else the endpoint's small model
         (:func:`~ipyagent.agentlib.endpoints.utility_model_id`), else :attr:`provider`."""
         if self._utility is None:
-            from .endpoints import provider_for, utility_model_id
+            from .endpoints import resolve_utility
 
-            chosen = self._utility_model
-            if chosen is None and not isinstance(self.model, Provider):
-                chosen = utility_model_id(self.provider.model_id)
-            if isinstance(chosen, str) and chosen != self.provider.model_id:
-                self._utility = provider_for(chosen)
-            else:
-                self._utility = chosen if isinstance(chosen, Provider) else self.provider
+            by_id = not isinstance(self.model, Provider)  # a provider object keeps its side calls
+            self._utility = resolve_utility(self._utility_model, self.provider, default=by_id)
         return self._utility
 
     def system_prompt(self, tools: Sequence[ToolSpec | Tool] | None = None) -> str:

@@ -64,6 +64,7 @@ __all__ = [
     "register_endpoint",
     "register_provider_kind",
     "resolve_provider",
+    "resolve_utility",
     "split_model_id",
     "unregister_all_endpoints",
     "unregister_endpoint",
@@ -710,6 +711,16 @@ UTILITY_BY_ENDPOINT: dict[str, str] = {
     "gemini": "gemini-2.5-flash-lite",
     "mistral": "mistral-small-latest",
 }
+
+
+def resolve_utility(utility: str | Provider | None, provider: Provider, *, default: bool = True) -> Provider:
+    """The provider of side calls: ``utility`` (a model id or a provider), else (with ``default``)
+    :func:`utility_model_id` of ``provider``'s model, else ``provider`` itself."""
+    if utility is None and default:
+        utility = utility_model_id(provider.model_id)
+    if isinstance(utility, str) and utility != provider.model_id:
+        return provider_for(utility)
+    return provider if utility is None or isinstance(utility, str) else utility
 
 
 def utility_model_id(model_id: str) -> str:
