@@ -618,9 +618,14 @@ class AgentMagics(Magics):
             return
         print(f"conversation: {agent.usage} over {agent.usage.requests} request(s)")
         if agent.utility_usage.requests:
+            from ..agentlib.errors import UserError
+
             side = agent.utility_usage
-            on = agent.utility_provider.model_id
-            print(f"  of which side calls (summaries, on {on}): {side} over {side.requests} request(s)")
+            try:
+                on = f", on {agent.utility_provider.model_id}"
+            except UserError:  # a resumed conversation whose model cannot be reached now: tokens only
+                on = ""
+            print(f"  of which side calls (summaries{on}): {side} over {side.requests} request(s)")
         print(f"context: {agent.context}")
         caps = [
             f"{scope} {b}"
