@@ -311,5 +311,5 @@ def suggested_models(agent: Agent) -> list[str]:
     from .agentlib.endpoints import DEFAULT_BY_KEY
 
     current = agent.model if isinstance(agent.model, str) else None
-    known = [model for _env, model in DEFAULT_BY_KEY] + ["local/default"]
+    known = [*dict.fromkeys(model for _env, model in DEFAULT_BY_KEY), "local/default"]
     return ([current] if current else []) + [m for m in known if m != current]

@@ -76,6 +76,11 @@ class Agent:
     Args:
         model: ``"<endpoint>/<model>"`` (e.g. ``"anthropic/claude-sonnet-4-5"``) or a
             :class:`~ipyagent.agentlib.providers.Provider` instance such as a ``ScriptedModel``.
+        utility_model: The model of side calls — compaction's summaries, the ``summaries``
+            plugin's — as a model id or a provider. ``None``: the endpoint's small model where one
+            is known and cheaper (``gpt-4.1-mini``, ``claude-haiku-4-5``, ...; see
+            :func:`~ipyagent.agentlib.endpoints.utility_model_id`), else ``model``. Their usage is
+            in :attr:`usage` and, apart, in :attr:`utility_usage`.
         tools: Functions or :class:`Tool` objects the model may call.
         system: The system prompt; ``None`` builds the default one.
         max_turns: Model calls allowed in one run before it stops as ``exhausted``.
@@ -130,6 +135,7 @@ class Agent:
         self,
         *,
         model: str | Provider | None = None,
+        utility_model: str | Provider | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         system: str | None = None,
         max_turns: int = 50,
@@ -170,6 +176,8 @@ class Agent:
             )
         self._bus = EventBus()
         self._model = model
+        self._utility_model = utility_model
+        self._utility: Provider | None = None  # resolved from the above on first use
         self._settings = ModelSettings(thinking=thinking, max_tokens=max_tokens, temperature=temperature)
         self.tools: list[Tool] = []
         for t in tools:
@@ -241,6 +249,17 @@ class Agent:
         self._record_settings()
 
     @property
+    def utility_model(self) -> str | Provider | None:
+        """The model of side calls (see ``Agent(utility_model=...)``); ``None``: chosen by ``model``."""
+        return self._utility_model
+
+    @utility_model.setter
+    def utility_model(self, value: str | Provider | None) -> None:
+        if value is not self._utility_model and value != self._utility_model:
+            self._release_utility()
+        self._utility_model = value
+
+    @property
     def settings(self) -> ModelSettings:
         """Thinking, max_tokens and temperature for requests. Setting it is recorded in the session."""
         return self._settings
@@ -296,6 +315,17 @@ class Agent:
             self._provider = resolve_provider(self.model)
         return self._provider
 
+    @property
+    def utility_provider(self) -> Provider:
+        """The resolved model of side calls: ``utility_model``, else the endpoint's small model
+        (:func:`~ipyagent.agentlib.endpoints.utility_model_id`), else :attr:`provider`."""
+        if self._utility is None:
+            from .endpoints import resolve_utility
+
+            by_id = not isinstance(self.model, Provider)  # a provider object keeps its side calls
+            self._utility = resolve_utility(self._utility_model, self.provider, default=by_id)
+        return self._utility
+
     def system_prompt(self, tools: Sequence[ToolSpec | Tool] | None = None) -> str:
         """The system prompt for a turn offering ``tools`` (default: this agent's tools)."""
         if self.system is not None:
@@ -328,6 +358,11 @@ class Agent:
     def usage(self) -> Usage:
         """Usage summed over every request made for this conversation (since its last reset)."""
         return self._conversation.usage
+
+    @property
+    def utility_usage(self) -> Usage:
+        """The part of :attr:`usage` spent on side calls (compaction's and plugins' summaries)."""
+        return self._conversation.utility_usage
 
     @property
     def seconds(self) -> float:
@@ -422,7 +457,7 @@ class Agent:
         self._require_writable("compact")
         return await compact_conversation(
             self._conversation,
-            self.provider,
+            self.utility_provider,
             keep=self.compact_keep,
             settings=self.settings,
             retry=self.retry,
@@ -662,8 +697,10 @@ class Agent:
             )
         tools = self._tools_for_run()
         output = output_spec(output_type, taken=[t.name for t in tools])
+        utility = self.utility_provider if provider is self.provider else None
         return RunConfig(
             provider=provider,
+            utility=utility if utility is not provider else None,
             system=self.system_prompt(tools),
             tools=tuple(tools),
             model=_model_id(self._model),
@@ -732,14 +769,23 @@ class Agent:
     def _release_provider(self) -> None:
         """Forget the provider resolved from the model id, closing it if it can be closed (an HTTP
         provider lets go of its pooled client). A provider given as ``model`` is the caller's."""
+        self._release_utility()  # the default utility model follows the model
         provider, self._provider = self._provider, None
         close = getattr(provider, "close", None) if provider is not self._model else None
+        if close is not None:
+            close()
+
+    def _release_utility(self) -> None:
+        utility, self._utility = self._utility, None
+        owned = utility is not None and utility not in (self._provider, self._utility_model, self._model)
+        close = getattr(utility, "close", None) if owned else None
         if close is not None:
             close()
 
     def _config(self) -> dict[str, Any]:
         return {
             "model": self._model,
+            "utility_model": self._utility_model,
             "tools": list(self.tools),
             "system": self.system,
             "max_turns": self.max_turns,

@@ -1,9 +1,10 @@
 """Compaction: fit a long conversation back into the model's window.
 
-:func:`compact` replaces the older part of a transcript with a summary written by the same model
-(a plain request: no tools, a summarizing system prompt, the older turns rendered as text) and
-keeps the most recent messages verbatim — at least ``keep`` of them, more when needed so that a
-tool call is never separated from its result. When the model fails or returns nothing, a
+:func:`compact` replaces the older part of a transcript with a summary written by the model it is
+given — the agent's utility model (``Agent(utility_model=...)``), by default its endpoint's small
+model or the run's own (a plain request: no tools, a summarizing system prompt, the older turns
+rendered as text) and keeps the most recent messages verbatim — at least ``keep`` of them, more
+when needed so that a tool call is never separated from its result. When the model fails or returns nothing, a
 deterministic digest stands in, so compaction always makes progress.
 
 :func:`compact` is pure apart from the one model request: it returns a :class:`CompactionResult`
@@ -27,6 +28,7 @@ from .errors import AgentError, ErrorInfo
 from .events import AgentEvent, CompactionCompleted, CompactionStarted, RunWarning
 from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .model import ModelRequest, ModelSettings, Provider, TextChunk, UsageReport, open_stream
+from .prices import priced
 from .redact import redact_text
 from .retry import Retries, RetryPolicy
 from .usage import CHARS_PER_TOKEN, Usage, request_usage
@@ -166,7 +168,8 @@ async def ask_for_text(
     provider: Provider, request: ModelRequest, policy: RetryPolicy
 ) -> tuple[str, Usage, ErrorInfo | None]:
     """One plain request outside a run's loop (a summary: this module's, a run's summary), retried
-    as ``policy`` says: the text ("" on failure), the usage it cost, and the failure if any."""
+    as ``policy`` says: the text ("" on failure), the usage it cost (priced as ``provider``'s
+    model), and the failure if any."""
     usage = Usage()
 
     async def send(attempt: int) -> str:
@@ -181,9 +184,9 @@ async def ask_for_text(
                     elif isinstance(chunk, UsageReport):
                         reported = chunk.usage
         except AgentError:
-            usage = usage + request_usage(reported)  # a request that failed was still made
+            usage = usage + priced(request_usage(reported), provider.model_id)  # it was still made
             raise
-        usage = usage + request_usage(reported)
+        usage = usage + priced(request_usage(reported), provider.model_id)
         return "".join(pieces)
 
     try:

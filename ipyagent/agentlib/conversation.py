@@ -49,6 +49,7 @@ class Conversation:
         # How many messages carry images: counted as they are committed, never per request.
         self._with_images = sum(map(holds_images, self._messages))
         self._usage = state.usage if state else Usage()
+        self._utility_usage = state.utility_usage if state else Usage()
         self._seconds = state.run_seconds if state else 0.0
         self._context: ContextWindow | None = None
         #: Messages before this index are counted in ``_context`` when it is exact.
@@ -129,10 +130,18 @@ class Conversation:
         if self._session is not None:
             self._write(lambda s: s.append_message(message))
 
-    def add_usage(self, usage: Usage) -> None:
-        """Count one request's usage (the loop's turns and the summarizer's requests alike)."""
+    @property
+    def utility_usage(self) -> Usage:
+        """The part of :attr:`usage` spent on side calls (compaction's and plugins' summaries)."""
+        return self._utility_usage
+
+    def add_usage(self, usage: Usage, *, utility: bool = False) -> None:
+        """Count one request's usage (the loop's turns and the summarizer's requests alike);
+        ``utility``: a side call's, also counted in :attr:`utility_usage`."""
         self._usage = self._usage + usage
-        self._write(lambda s: s.append_usage(usage))
+        if utility:
+            self._utility_usage = self._utility_usage + usage
+        self._write(lambda s: s.append_usage(usage, utility=utility))
 
     def add_run_time(self, seconds: float) -> None:
         """Count one finished run's wall time."""
@@ -150,7 +159,7 @@ class Conversation:
         """Apply what a compaction decided: count its usage and, when it summarized something,
         replace the first ``dropped`` messages with its summary and record that in the session."""
         if compaction.usage.requests:
-            self.add_usage(compaction.usage)
+            self.add_usage(compaction.usage, utility=True)
         summary = compaction.summary
         if not compaction.dropped or summary is None:
             return
@@ -175,6 +184,7 @@ class Conversation:
         self._messages.clear()
         self._with_images = 0
         self._usage = Usage()
+        self._utility_usage = Usage()
         self._seconds = 0.0
         self._call_ids.clear()
         self._context = None

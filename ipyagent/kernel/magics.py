@@ -111,6 +111,12 @@ class AgentMagics(Magics):
     """``%%agent`` and ``%agent``. Configure defaults with ``c.AgentMagics.<name>``."""
 
     model = Unicode(None, allow_none=True, help="Default model id, e.g. 'openai/gpt-4.1'.").tag(config=True)
+    utility_model = Unicode(
+        None,
+        allow_none=True,
+        help="Model id for side calls (compaction's and the summaries plugin's summaries); default: the "
+        "model's endpoint's small model where one is known (openai/gpt-4.1-mini, ...), else the model.",
+    ).tag(config=True)
     auto_approve = Bool(False, help="Run tools that change things without asking.").tag(config=True)
     max_turns = Int(30, help="Model calls allowed in one %%agent run.").tag(config=True)
     budget = Unicode(
@@ -270,6 +276,10 @@ class AgentMagics(Magics):
         model = replay_mode().wrap(self._resolve_model(args.model), self.state.notebook)
         if model is not None:
             agent.model = model
+        # A name of the namespace may stand for a provider object, as with -m.
+        agent.utility_model = (
+            self._resolve_model(self.utility_model, default=False) if self.utility_model else None
+        )
         agent.auto_approve = bool(args.yes or self.auto_approve)
         agent.can_write = not args.read_only
         agent.max_turns = args.max_turns or self.max_turns
@@ -539,13 +549,14 @@ class AgentMagics(Magics):
         from ..agentlib.endpoints import endpoints
 
         for name, endpoint in sorted(endpoints().items()):
-            env = endpoint.key_env
+            names = endpoint.key_envs()
+            found = [n for n in names if os.environ.get(n)]
             if endpoint.api_key:
                 status = "key in config file"
-            elif not env or not endpoint.key_required:
+            elif not names or not endpoint.key_required:
                 status = "no key needed"
             else:
-                status = f"{env} set" if os.environ.get(env) else f"{env} not set"
+                status = f"{found[0]} set" if found else f"{' or '.join(names)} not set"
             print(f"{name:<12} {endpoint.kind:<10} {status}")
 
     def _cmd_session(self, rest: list[str]) -> None:
@@ -606,6 +617,15 @@ class AgentMagics(Magics):
             print("No conversation yet.")
             return
         print(f"conversation: {agent.usage} over {agent.usage.requests} request(s)")
+        if agent.utility_usage.requests:
+            from ..agentlib.errors import UserError
+
+            side = agent.utility_usage
+            try:
+                on = f", on {agent.utility_provider.model_id}"
+            except UserError:  # a resumed conversation whose model cannot be reached now: tokens only
+                on = ""
+            print(f"  of which side calls (summaries{on}): {side} over {side.requests} request(s)")
         print(f"context: {agent.context}")
         caps = [
             f"{scope} {b}"

@@ -451,7 +451,9 @@ async def test_run_sync_inside_a_running_loop_says_what_to_do() -> None:
 
 
 async def test_no_model_and_unknown_models_raise_user_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "IPYAGENT_MODEL"):
+    from ipyagent.agentlib.endpoints import DEFAULT_BY_KEY
+
+    for key in [env for env, _ in DEFAULT_BY_KEY] + ["IPYAGENT_MODEL"]:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("IPYAGENT_LOCAL_MODEL", "/nonexistent/model.gguf")
     with pytest.raises(UserError, match="No model configured") as caught:

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from ipyagent.agentlib.endpoints import DEFAULT_BY_KEY
+
 
 @pytest.fixture
 def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -27,10 +29,10 @@ def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
-    for key in (
-        "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "IPYAGENT_MODEL", "JPY_SESSION_NAME",
-        "IPYAGENT_REPLAY", "IPYAGENT_CASSETTE", "IPYAGENT_HEADLESS",
-    ):  # fmt: skip
+    # Every key that would pick a provider (Colab sets GOOGLE_API_KEY, the Hub HF_TOKEN).
+    for key in [env for env, _ in DEFAULT_BY_KEY] + [
+        "IPYAGENT_MODEL", "JPY_SESSION_NAME", "IPYAGENT_REPLAY", "IPYAGENT_CASSETTE", "IPYAGENT_HEADLESS",
+    ]:  # fmt: skip
         monkeypatch.delenv(key, raising=False)
     work = tmp_path / "work"
     work.mkdir()

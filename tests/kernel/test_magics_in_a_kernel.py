@@ -153,6 +153,25 @@ def test_named_sessions_are_separate_files(jupyter_env: Path) -> None:
         kernel.close()
 
 
+def test_side_calls_on_the_utility_model_are_shown_apart(kernel: Kernel) -> None:
+    kernel.run(
+        SETUP
+        + "from ipyagent.testing import usage, text\n"
+        + "m = ScriptedModel(['hi'])\n"
+        + "said = [usage(input_tokens=70, output_tokens=7), text('Summary: said hi.')]\n"
+        + "small = ScriptedModel([said], model_id='scripted/small')\n"
+        + "get_ipython().magics_manager.registry['AgentMagics'].utility_model = 'small'"
+    )
+    reply, _ = kernel.run("%%agent -m m --plugins summaries\nhello")
+    assert reply["status"] == "ok", reply
+    _, outputs = kernel.run("print(len(m.requests), len(small.requests))")
+    assert text_of(outputs).strip() == "1 1"  # the run's summary went to the utility model
+    _, outputs = kernel.run("%agent usage")
+    shown = text_of(outputs)
+    assert "over 2 request(s)" in shown
+    assert "of which side calls (summaries, on scripted/small): 70 in / 7 out over 1 request(s)" in shown
+
+
 def test_line_commands(kernel: Kernel) -> None:
     kernel.run(SETUP + "m = ScriptedModel(['hi'])")
     kernel.run("%%agent -m m\nhello")

@@ -1,18 +1,21 @@
 """The OpenAI-compatible Chat Completions wire format (streaming SSE).
 
 One adapter serves every server that speaks ``POST {base_url}/chat/completions`` with
-``stream: true``: OpenAI, OpenRouter, Groq, Together, DeepSeek, vLLM, llama.cpp's server,
-LM Studio and Ollama's ``/v1``. What differs between them is captured by :class:`OpenAIDialect`
-(where reasoning arrives, how the thinking level is asked for, the name of the token limit).
+``stream: true``: OpenAI, Gemini, Mistral, xAI, OpenRouter, Groq, Together, DeepSeek, Fireworks,
+Cerebras, Hugging Face's router, vLLM, llama.cpp's server, LM Studio and Ollama's ``/v1``. What
+differs between them is captured by :class:`OpenAIDialect` (where reasoning arrives, how the
+thinking level is asked for, the name of the token limit, the word for a required tool call,
+whether usage is asked for), which the endpoint sets.
 
 This module owns :func:`build_request` (our messages to the wire), :class:`OpenAIStreamParser`
 (decoded SSE events to provider events, sans-IO) and :class:`OpenAIProvider`. It does not retry,
 assign tool-call ids or assemble messages.
 
-The request's ``tool_choice`` becomes the API's: ``"none"`` and ``"required"`` as they are, one
-tool name as ``{"type": "function", "function": {"name": ...}}``; several names send only those
-tools, with ``"required"`` (OpenAI's ``allowed_tools`` would keep the whole list, but few other
-servers know it). ``"auto"`` is not sent: it is every server's default when tools are given.
+The request's ``tool_choice`` becomes the API's: ``"none"`` as it is, ``"required"`` in the
+endpoint's word for it (Mistral's ``"any"``), one tool name as ``{"type": "function", "function":
+{"name": ...}}``; several names send only those tools, with ``"required"`` (OpenAI's
+``allowed_tools`` would keep the whole list, but few other servers know it). ``"auto"`` is not
+sent: it is every server's default when tools are given.
 Servers that ignore ``tool_choice`` (some versions of Ollama's ``/v1``, LM Studio) cannot be
 made to honour it from here.
 
@@ -67,12 +70,17 @@ class OpenAIDialect:
     - ``thinking_param``: how the thinking level is sent — OpenAI's ``reasoning_effort``,
       OpenRouter's ``reasoning`` object, or not at all (the model decides).
     - ``max_tokens_field``: OpenAI wants ``max_completion_tokens``; most others ``max_tokens``.
+    - ``tool_choice_required``: the word for "call some tool" (Mistral's is ``"any"``).
+    - ``stream_usage``: send ``stream_options: {"include_usage": true}`` (Mistral rejects it,
+      and reports usage in its last chunk unasked).
     """
 
     reasoning_field: str | None = None
     think_tags: bool = True
     thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort"
     max_tokens_field: str = "max_tokens"
+    tool_choice_required: str = "required"
+    stream_usage: bool = True
 
 
 def build_request(
@@ -83,9 +91,10 @@ def build_request(
         "model": model,
         "messages": _messages(request.system, request.messages),
         "stream": True,
-        "stream_options": {"include_usage": True},
     }
-    tools, choice = _tool_choice(request)
+    if dialect.stream_usage:
+        body["stream_options"] = {"include_usage": True}
+    tools, choice = _tool_choice(request, dialect.tool_choice_required)
     if tools:
         body["tools"] = [
             {
@@ -122,16 +131,19 @@ def build_request(
     return body
 
 
-def _tool_choice(request: ModelRequest) -> tuple[Sequence[ToolSpec], Any]:
-    """The tools to send and the ``tool_choice`` value (``None``: not sent)."""
+def _tool_choice(request: ModelRequest, required: str = "required") -> tuple[Sequence[ToolSpec], Any]:
+    """The tools to send and the ``tool_choice`` value (``None``: not sent); ``required`` is the
+    server's word for "call some tool"."""
     choice = request.tool_choice
     if choice == "auto":
         return request.tools, None
+    if choice == "required":
+        return request.tools, required
     if isinstance(choice, str):
         return request.tools, choice
     if len(choice) == 1:
         return request.tools, {"type": "function", "function": {"name": choice[0]}}
-    return [t for t in request.tools if t.name in choice], "required"
+    return [t for t in request.tools if t.name in choice], required
 
 
 def _messages(system: str, messages: Any) -> list[dict[str, Any]]:
