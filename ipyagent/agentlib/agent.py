@@ -27,6 +27,7 @@ agent holds, the loop to :mod:`~ipyagent.agentlib.run`, the file format to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -47,6 +48,7 @@ from .events import AgentEvent, Decision, MapProgress
 from .hooks import Hooks, screener
 from .messages import Message
 from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
+from .model_slots import ModelSlots
 from .output import output_spec
 from .plugins import Plugin, Plugins
 from .project_context import ProjectContext, load_project_context
@@ -66,8 +68,6 @@ if TYPE_CHECKING:
     from .mcp_servers import McpServers
 
 __all__ = ["Agent"]
-
-_TERMINAL = frozenset({"run_finished", "run_failed", "run_cancelled"})
 
 
 class Agent:
@@ -175,9 +175,7 @@ class Agent:
                 code="invalid_option",
             )
         self._bus = EventBus()
-        self._model = model
-        self._utility_model = utility_model
-        self._utility: Provider | None = None  # resolved from the above on first use
+        self._models = ModelSlots(model, utility_model)
         self._settings = ModelSettings(thinking=thinking, max_tokens=max_tokens, temperature=temperature)
         self.tools: list[Tool] = []
         for t in tools:
@@ -202,11 +200,9 @@ class Agent:
         self.conversation_budget = conversation_budget
         self.delegate = delegate  # the setter checks it
         self._project: ProjectContext | None = None
-        opened = (
-            None
-            if session is None
-            else open_session(session, model=_model_id(self._model), notebook=notebook, messages=messages)
-        )
+        opened: Session | None = None
+        if session is not None:
+            opened = open_session(session, model=_model_id(model), notebook=notebook, messages=messages)
         self._conversation = Conversation(emit=self._bus.emit, session=opened)
         if opened is not None:
             self._adopt_session_settings(opened)
@@ -221,7 +217,6 @@ class Agent:
         self._always_allowed: set[str] = set()
         self._task: asyncio.Task[RunResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._provider: Provider | None = None
         self._mcp, self._owns_mcp = None, False
         if mcp is not False:
             from .mcp_servers import servers_for_agent
@@ -239,25 +234,21 @@ class Agent:
     @property
     def model(self) -> str | Provider | None:
         """The model: ``"<endpoint>/<model>"`` or a provider. Setting it is recorded in the session."""
-        return self._model
+        return self._models.model
 
     @model.setter
     def model(self, value: str | Provider | None) -> None:
-        if value is not getattr(self, "_model", None) and value != getattr(self, "_model", None):
-            self._release_provider()  # resolved again on next use
-        self._model = value
+        self._models.set_model(value)
         self._record_settings()
 
     @property
     def utility_model(self) -> str | Provider | None:
         """The model of side calls (see ``Agent(utility_model=...)``); ``None``: chosen by ``model``."""
-        return self._utility_model
+        return self._models.utility_model
 
     @utility_model.setter
     def utility_model(self, value: str | Provider | None) -> None:
-        if value is not self._utility_model and value != self._utility_model:
-            self._release_utility()
-        self._utility_model = value
+        self._models.set_utility_model(value)
 
     @property
     def settings(self) -> ModelSettings:
@@ -309,22 +300,13 @@ class Agent:
     @property
     def provider(self) -> Provider:
         """The resolved model. Raises :class:`UserError` when none is configured or known."""
-        if self._provider is None:
-            from .endpoints import resolve_provider
-
-            self._provider = resolve_provider(self.model)
-        return self._provider
+        return self._models.provider()
 
     @property
     def utility_provider(self) -> Provider:
         """The resolved model of side calls: ``utility_model``, else the endpoint's small model
         (:func:`~ipyagent.agentlib.endpoints.utility_model_id`), else :attr:`provider`."""
-        if self._utility is None:
-            from .endpoints import resolve_utility
-
-            by_id = not isinstance(self.model, Provider)  # a provider object keeps its side calls
-            self._utility = resolve_utility(self._utility_model, self.provider, default=by_id)
-        return self._utility
+        return self._models.utility()
 
     def system_prompt(self, tools: Sequence[ToolSpec | Tool] | None = None) -> str:
         """The system prompt for a turn offering ``tools`` (default: this agent's tools)."""
@@ -374,7 +356,7 @@ class Agent:
         """How much of the model's context window the conversation fills."""
         if (known := self._conversation.context) is not None:
             return known
-        limit = self._provider.context_limit if self._provider else None
+        limit = self._models.resolved.context_limit if self._models.resolved else None
         return ContextWindow(
             used=estimate_tokens(self.system_prompt(), self._conversation.messages), limit=limit
         )
@@ -429,7 +411,7 @@ class Agent:
             opened = Session.open(
                 session,
                 exclusive=True,
-                model=_model_id(self._model),
+                model=_model_id(self._models.model),
                 notebook=parent.notebook if parent else None,
                 forked_from={"session": parent.id, "at": count} if parent else None,
                 fsync=parent.fsync if parent else True,
@@ -446,7 +428,7 @@ class Agent:
         the model's connections: the agents of one endpoint share them, and the last to let go
         closes them."""
         self._conversation.close()
-        self._release_provider()
+        self._models.release()
         if self._mcp is not None and self._owns_mcp:
             self._mcp.close()
 
@@ -586,22 +568,21 @@ class Agent:
         output_retries: int = 2,
     ) -> RunResult:
         """:meth:`run` for scripts. In a notebook or any running event loop, use ``await agent.run(...)``."""
-        try:
+        with contextlib.suppress(RuntimeError):  # raised when no event loop runs: the usual case
             asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(
-                self.run(
-                    prompt,
-                    tool_choice=tool_choice,
-                    attachments=attachments,
-                    output_type=output_type,
-                    output_retries=output_retries,
-                )
+            raise UserError(
+                "run_sync() cannot be used while an event loop is running (as in Jupyter).",
+                hint="Use `await agent.run(...)` instead, or the %%agent cell magic.",
+                code="loop_running",
             )
-        raise UserError(
-            "run_sync() cannot be used while an event loop is running (as in Jupyter).",
-            hint="Use `await agent.run(...)` instead, or the %%agent cell magic.",
-            code="loop_running",
+        return asyncio.run(
+            self.run(
+                prompt,
+                tool_choice=tool_choice,
+                attachments=attachments,
+                output_type=output_type,
+                output_retries=output_retries,
+            )
         )
 
     async def stream(
@@ -613,11 +594,9 @@ class Agent:
         output_type: Any = None,
         output_retries: int = 2,
     ) -> AsyncIterator[AgentEvent]:
-        """Run the agent, yielding every event as it happens. Leaving the loop early cancels the run.
-
-        A sub-agent's events come too, with ``event.via`` naming the delegate call (``()`` for
-        this agent's own); the stream ends with this agent's own ``run_finished`` (or failure)."""
-        queue = self._bus.open_stream()
+        """Run the agent, yielding every event as it happens; leaving the loop early cancels the run.
+        A sub-agent's events come too, with ``event.via`` naming the delegate call (``()`` for this
+        agent's own); the stream ends with this agent's own ``run_finished`` (or failure)."""
         run = self.run(
             prompt,
             tool_choice=tool_choice,
@@ -625,19 +604,9 @@ class Agent:
             output_type=output_type,
             output_retries=output_retries,
         )
-        task = asyncio.ensure_future(run)
-        task.add_done_callback(lambda _: queue.put_nowait(None))
-        try:
-            while (event := await queue.get()) is not None:
+        async with contextlib.aclosing(self._bus.stream_run(run, cancel=self.cancel)) as events:
+            async for event in events:  # closed with this generator: the run is cancelled at once
                 yield event
-                if event.type in _TERMINAL and not event.via:  # a sub-agent's end is not this run's
-                    break
-            await task
-        finally:
-            self._bus.close_stream(queue)
-            if not task.done():
-                self.cancel()
-                await asyncio.wait({task})
 
     def cancel(self) -> bool:
         """Stop the run in flight (from any thread). Returns False when nothing was running.
@@ -703,7 +672,7 @@ class Agent:
             utility=utility if utility is not provider else None,
             system=self.system_prompt(tools),
             tools=tuple(tools),
-            model=_model_id(self._model),
+            model=_model_id(self._models.model),
             settings=self._settings,
             hooks=self.hooks,
             redact_requests=self.redact_requests,
@@ -752,8 +721,8 @@ class Agent:
     def _adopt_session_settings(self, opened: Session) -> None:
         """Options left at ``None`` take the session's recorded values."""
         recorded = opened.state.settings
-        if self._model is None and opened.model is not None:
-            self._model = opened.model
+        if self._models.model is None and opened.model is not None:
+            self._models.model = opened.model
         self._settings = self._settings.model_copy(
             update={
                 k: recorded[k]
@@ -764,28 +733,12 @@ class Agent:
 
     def _record_settings(self) -> None:
         """Append a settings record when the model or settings differ from the last recorded."""
-        self._conversation.record_settings(_model_id(self._model), self._settings)
-
-    def _release_provider(self) -> None:
-        """Forget the provider resolved from the model id, closing it if it can be closed (an HTTP
-        provider lets go of its pooled client). A provider given as ``model`` is the caller's."""
-        self._release_utility()  # the default utility model follows the model
-        provider, self._provider = self._provider, None
-        close = getattr(provider, "close", None) if provider is not self._model else None
-        if close is not None:
-            close()
-
-    def _release_utility(self) -> None:
-        utility, self._utility = self._utility, None
-        owned = utility is not None and utility not in (self._provider, self._utility_model, self._model)
-        close = getattr(utility, "close", None) if owned else None
-        if close is not None:
-            close()
+        self._conversation.record_settings(_model_id(self._models.model), self._settings)
 
     def _config(self) -> dict[str, Any]:
         return {
-            "model": self._model,
-            "utility_model": self._utility_model,
+            "model": self._models.model,
+            "utility_model": self._models.utility_model,
             "tools": list(self.tools),
             "system": self.system,
             "max_turns": self.max_turns,
@@ -824,7 +777,7 @@ class Agent:
             )
 
     def __repr__(self) -> str:
-        model = _model_id(self._model)
+        model = _model_id(self._models.model)
         tools = [t.name for t in self.tools]
         session = self.session
         saved = f", session={str(session.path)!r}" if session is not None else ""

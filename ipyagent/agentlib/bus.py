@@ -15,7 +15,7 @@ import asyncio
 import inspect
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,8 @@ from .events import EVENT_TYPES, RETIRED_TYPES, AgentEvent
 __all__ = ["EventBus", "Listener", "Subscription"]
 
 log = logging.getLogger("ipyagent")
+#: The events that end a run.
+_TERMINAL = frozenset({"run_finished", "run_failed", "run_cancelled"})
 
 Listener = Callable[[Any], Any]
 _ALL = "*"
@@ -85,6 +87,26 @@ class EventBus:
     def close_stream(self, queue: asyncio.Queue[AgentEvent | None]) -> None:
         if queue in self._streams:
             self._streams.remove(queue)
+
+    async def stream_run(
+        self, run: Awaitable[Any], *, cancel: Callable[[], Any]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Start ``run`` and yield every event of this bus until the run's own end (a
+        sub-agent's end is not it); leaving early calls ``cancel`` and waits for the run."""
+        queue = self.open_stream()
+        task = asyncio.ensure_future(run)
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+                if event.type in _TERMINAL and not event.via:
+                    break
+            await task
+        finally:
+            self.close_stream(queue)
+            if not task.done():
+                cancel()
+                await asyncio.wait({task})
 
     def nested(self, call_id: str) -> EventBus:
         """A bus for the sub-agent that the call ``call_id`` starts: its events reach this bus
