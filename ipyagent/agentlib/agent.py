@@ -46,7 +46,7 @@ from .errors import UserError
 from .events import AgentEvent, Decision, MapProgress
 from .hooks import Hooks, screener
 from .messages import Message
-from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
+from .model import ModelSettings, PromptCache, Provider, ThinkingLevel, ToolChoice, ToolSpec
 from .output import output_spec
 from .plugins import Plugin, Plugins
 from .project_context import ProjectContext, load_project_context
@@ -83,6 +83,10 @@ class Agent:
         can_write: ``False`` refuses every tool that is not read-only.
         tool_timeout: Seconds a tool call may take (a tool's own ``timeout`` wins).
         thinking: Reasoning effort to ask for: ``none``, ``low``, ``medium`` or ``high``.
+        prompt_cache: Ask the provider to cache the prompt's stable prefix (system prompt, tools,
+            history) for ``"5m"`` (the default) or ``"1h"``, or ``"off"``. A cached prefix is
+            billed at a fraction of the input price (Anthropic: 0.1x to read, 1.25x to write for
+            5 minutes, 2x for an hour); see :data:`~ipyagent.agentlib.model.PromptCache`.
         retry: How model requests are retried on rate limits, overload and dropped connections.
         messages: A transcript to continue.
         session: A session file (``"analysis.agent.jsonl"``) or an open :class:`Session`: created
@@ -139,6 +143,7 @@ class Agent:
         thinking: ThinkingLevel | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        prompt_cache: PromptCache = "5m",
         retry: RetryPolicy | None = None,
         hooks: Hooks | None = None,
         messages: Sequence[Message] = (),
@@ -170,7 +175,15 @@ class Agent:
             )
         self._bus = EventBus()
         self._model = model
-        self._settings = ModelSettings(thinking=thinking, max_tokens=max_tokens, temperature=temperature)
+        if prompt_cache not in ("off", "5m", "1h"):
+            raise UserError(
+                f"prompt_cache must be 'off', '5m' or '1h', not {prompt_cache!r}.",
+                hint="Pass prompt_cache='5m' (the default), '1h' for long pauses, or 'off'.",
+                code="invalid_option",
+            )
+        self._settings = ModelSettings(
+            thinking=thinking, max_tokens=max_tokens, temperature=temperature, prompt_cache=prompt_cache
+        )
         self.tools: list[Tool] = []
         for t in tools:
             self.add_tool(t)
@@ -749,6 +762,7 @@ class Agent:
             "thinking": self._settings.thinking,
             "max_tokens": self._settings.max_tokens,
             "temperature": self._settings.temperature,
+            "prompt_cache": self._settings.prompt_cache,
             "retry": self.retry,
             "hooks": self.hooks,
             "redact_requests": self.redact_requests,

@@ -18,6 +18,7 @@ Endpoints come from three places, later ones winning field by field:
        api_key_env = "VLLM_API_KEY"           # optional; the *name* of the variable
        headers = { "X-Team" = "research" }
        context_limits = { "qwen2.5-coder-7b" = 32768 }
+       prompt_cache_key = false               # send OpenAI's prompt_cache_key (openai: true)
 
 3. :func:`register_endpoint` in code.
 
@@ -78,7 +79,9 @@ class Endpoint:
     ``base_url_env`` names a variable that, when set, replaces ``base_url``; ``key_env`` names the
     variable holding the key (``None``: no key); ``key_required`` says whether a request without
     a key is pointless (false for local servers). The ``reasoning_field``, ``thinking_param``,
-    ``max_tokens_field`` and ``think_tags`` fields tune the OpenAI-compatible adapter.
+    ``max_tokens_field`` and ``think_tags`` fields tune the OpenAI-compatible adapter;
+    ``prompt_cache_key`` says the endpoint accepts OpenAI's ``prompt_cache_key`` field (on for the
+    ``openai`` built-in only: not every compatible server accepts fields it does not know).
     """
 
     name: str
@@ -94,6 +97,7 @@ class Endpoint:
     thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort"
     max_tokens_field: str = "max_tokens"
     think_tags: bool = True
+    prompt_cache_key: bool = False
     # A literal key from the config file; never settable from code (see register_endpoint).
     api_key: str | None = field(default=None, repr=False, compare=False)
 
@@ -153,6 +157,7 @@ _BUILTINS: dict[str, Endpoint] = {
         base_url_env="OPENAI_BASE_URL",
         key_env="OPENAI_API_KEY",
         max_tokens_field="max_completion_tokens",
+        prompt_cache_key=True,
     ),
     "anthropic": Endpoint(
         "anthropic",
@@ -226,6 +231,7 @@ def _openai(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None)
         think_tags=endpoint.think_tags,
         thinking_param=endpoint.thinking_param,
         max_tokens_field=endpoint.max_tokens_field,
+        prompt_cache_key=endpoint.prompt_cache_key,
     )
     return OpenAIProvider(model, dialect=dialect, **_common(endpoint, model, client))
 
@@ -289,6 +295,7 @@ def register_endpoint(
     thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort",
     max_tokens_field: str = "max_tokens",
     think_tags: bool = True,
+    prompt_cache_key: bool = False,
 ) -> Endpoint:
     """Define (or replace) an endpoint, e.g. a local vLLM server::
 
@@ -315,6 +322,7 @@ def register_endpoint(
         thinking_param=thinking_param,
         max_tokens_field=max_tokens_field,
         think_tags=think_tags,
+        prompt_cache_key=prompt_cache_key,
     )
     _registered[name] = endpoint
     _bump_registry()
@@ -357,6 +365,7 @@ _CONFIG_FIELDS = {
     "thinking_param": "thinking_param",
     "max_tokens_field": "max_tokens_field",
     "think_tags": "think_tags",
+    "prompt_cache_key": "prompt_cache_key",
 }
 
 
@@ -423,6 +432,9 @@ def _validate(endpoint: Endpoint) -> None:
         isinstance(v, int) for v in endpoint.context_limits.values()
     ):
         raise ValueError("context_limits must be a table of integers")
+    for name in ("key_required", "think_tags", "prompt_cache_key"):
+        if not isinstance(getattr(endpoint, name), bool):
+            raise ValueError(f"{name} must be true or false")
     if endpoint.thinking_param not in ("reasoning_effort", "openrouter", "none"):
         raise ValueError("thinking_param must be reasoning_effort, openrouter or none")
 
