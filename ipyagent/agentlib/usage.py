@@ -23,14 +23,27 @@ CHARS_PER_TOKEN = 4
 
 
 class Usage(BaseModel):
+    """Tokens of one request or of many summed.
+
+    ``input_tokens + cache_read_tokens`` is the whole prompt: ``cache_read_tokens`` were read from
+    the provider's prompt cache, ``cache_write_tokens`` (counted inside ``input_tokens``) were
+    written to it, ``cache_write_1h_tokens`` of them for an hour (Anthropic prices those apart).
+    ``cost`` is what the tokens cost in US dollars when a price is known, and
+    ``cache_saved`` what prompt caching saved on them: the cost of the cached tokens at the
+    uncached input price minus what they cost (negative while cache writes have not yet been read
+    back enough to pay for their surcharge).
+    """
+
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
     reasoning_tokens: int = 0
     cost: float | None = None
+    cache_saved: float | None = None
     requests: int = 0
 
     @property
@@ -38,14 +51,16 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
+        cost = _add(self.cost, other.cost)
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cache_write_1h_tokens=self.cache_write_1h_tokens + other.cache_write_1h_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cost=cost,
+            cache_saved=_add(self.cache_saved, other.cache_saved),
             requests=self.requests + other.requests,
         )
 
@@ -55,7 +70,13 @@ class Usage(BaseModel):
             text += f" ({self.cache_read_tokens:,} cached)"
         if self.cost is not None:
             text += f" · ${self.cost:.4f}"
+        if self.cache_saved:
+            text += f" (caching saved ${self.cache_saved:.4f})"
         return text
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
 
 
 def request_usage(reported: Usage | None) -> Usage:
