@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from .messages import Message
 
-__all__ = ["ContextWindow", "Usage", "estimate_tokens", "request_usage"]
+__all__ = ["ContextWindow", "Usage", "cache_summary", "estimate_tokens", "request_usage"]
 
 # ~4 characters a token is the usual rule of thumb for English text and code with BPE tokenizers.
 CHARS_PER_TOKEN = 4
@@ -73,6 +73,24 @@ class Usage(BaseModel):
         if self.cache_saved:
             text += f" (caching saved ${self.cache_saved:.4f})"
         return text
+
+
+def cache_summary(usage: Usage) -> str:
+    """What the provider's prompt cache did for ``usage``, in one line ("" when it did nothing):
+    the share of the prompt read from it, what was written, and what caching saved."""
+    if not usage.cache_read_tokens and not usage.cache_write_tokens:
+        return ""
+    prompt = usage.input_tokens + usage.cache_read_tokens
+    line = (
+        f"prompt cache: {usage.cache_read_tokens:,} of {prompt:,} prompt tokens read from it "
+        f"({100 * usage.cache_read_tokens / max(1, prompt):.0f}%), {usage.cache_write_tokens:,} written"
+    )
+    saved = usage.cache_saved
+    if saved is not None and saved >= 0:
+        line += f"; caching saved ${saved:.4f}"
+    elif saved is not None:  # Anthropic's writes cost more than input until they are read back
+        line += f"; caching cost ${-saved:.4f} more so far (its writes are not yet read back)"
+    return line
 
 
 def _add(a: float | None, b: float | None) -> float | None:

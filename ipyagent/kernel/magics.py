@@ -607,6 +607,10 @@ class AgentMagics(Magics):
             return
         print(f"conversation: {agent.usage} over {agent.usage.requests} request(s)")
         print(f"context: {agent.context}")
+        from ..agentlib.usage import cache_summary
+
+        if cache := cache_summary(agent.usage):
+            print(cache)
         caps = [
             f"{scope} {b}"
             for scope, b in (("run", agent.budget), ("conversation", agent.conversation_budget))
