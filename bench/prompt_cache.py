@@ -21,20 +21,30 @@ Tokens are counted as the adapters' JSON characters / 4. "Repeated prefix" is wh
 shares with the one before it; "cacheable" is the part of it read from the cache. Goals (#28):
 cacheable >= 90%, cost <= 0.3x the uncached cost (prices from ``data/prices.toml``).
 
-    python bench/prompt_cache.py
+The embedded model (``--local``, once: it takes a minute of CPU): llama.cpp keeps the KV cache
+of the last prompt and reuses the prefix a new prompt shares with it, so the time to the first
+token of turn 10 of a conversation should be about that of turn 1, not grow with the transcript.
+A last row runs turn 10 again after another conversation took the cache ("cold"): what every
+turn would cost without the reuse.
+
+    python bench/prompt_cache.py [--local [--local-model qwen2.5-coder-1.5b]]
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import hashlib
 import json
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from _report import report_sections
 
 from ipyagent.agentlib.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
-from ipyagent.agentlib.model import ModelRequest, ModelSettings, PromptCache, ToolSpec
+from ipyagent.agentlib.model import ModelRequest, ModelSettings, PromptCache, TextChunk, ToolSpec, UsageReport
 from ipyagent.agentlib.prices import cost_of, price_for
 from ipyagent.agentlib.providers import anthropic, openai
 from ipyagent.agentlib.providers._http import ErrorContext
@@ -367,7 +377,57 @@ def row(provider: str, model: str, setting: str, outcome: Outcome, uncached: flo
     ]
 
 
+# -- the embedded model ---------------------------------------------------------------------------
+
+
+async def first_token(model: Any, request: ModelRequest) -> tuple[float, str, Usage]:
+    """Seconds to the first text of the reply, the reply, and its usage."""
+    started, first, parts, usage = time.perf_counter(), None, [], Usage()
+    async for event in model.stream(request):
+        if isinstance(event, TextChunk):
+            first = first or time.perf_counter()
+            parts.append(event.text)
+        elif isinstance(event, UsageReport):
+            usage = event.usage
+    return (first or time.perf_counter()) - started, "".join(parts), usage
+
+
+async def local_turns(name: str, turns: int = 10) -> tuple[list[str], list[list[Any]]]:
+    from ipyagent.agentlib.local_models import resolve_local_model
+    from ipyagent.agentlib.providers.local import LocalModel
+
+    model = LocalModel(resolve_local_model(name, progress=False), name=name, n_threads=2)
+    model.temperature = 0.0
+    await asyncio.to_thread(model.load)
+    table = RESULT.splitlines()
+    settings = ModelSettings(max_tokens=8)
+    messages: list[Message] = []
+    rows: list[list[Any]] = []
+    request = None
+    for turn in range(turns):
+        rows_shown = "\n".join(table[4 * turn : 4 * turn + 4])
+        messages.append(Message.user(f"Rows:\n{rows_shown}\nWhich region is in the first row? One word."))
+        request = ModelRequest(model=name, system=SYSTEM, messages=list(messages), settings=settings)
+        ttft, reply, usage = await first_token(model, request)
+        prompt = usage.input_tokens + usage.cache_read_tokens
+        rows.append([f"turn {turn + 1}", prompt, usage.cache_read_tokens, round(ttft, 3)])
+        messages.append(Message(role="assistant", content=(TextBlock(text=reply),)))
+    assert request is not None
+    other = ModelRequest(model=name, system="Be terse.", messages=[Message.user("Hi")], settings=settings)
+    await first_token(model, other)  # another conversation takes the KV cache
+    ttft, _, usage = await first_token(model, request)
+    prompt = usage.input_tokens + usage.cache_read_tokens
+    rows.append([f"turn {turns}, cold", prompt, usage.cache_read_tokens, round(ttft, 3)])
+    return ["turn", "prompt tok", "reused (KV cache)", "first token s"], rows
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--local", action="store_true", help="also time the embedded model's turns")
+    parser.add_argument("--local-model", default="qwen2.5-coder-1.5b")
+    args = parser.parse_args()
     columns = [
         "provider",
         "prompt_cache",
@@ -406,9 +466,18 @@ def main() -> None:
         "cacheable_share": openai_run.read / openai_run.repeated,
         "cost_ratio": cost_of(openai_run.usage, gpt) / base_openai,
     }
-    report_sections(
-        "prompt_cache", [("20-turn conversation with tools (simulated caches)", columns, rows)], extra
-    )
+    sections: list[tuple[str, list[str], list[list[Any]]]] = [
+        ("20-turn conversation with tools (simulated caches)", columns, rows)
+    ]
+    if args.local:
+        load = os.getloadavg()[0]
+        local_columns, local_rows = asyncio.run(local_turns(args.local_model))
+        sections.append((f"embedded model {args.local_model}, 2 threads", local_columns, local_rows))
+        extra["local_cpu_load"] = f"{load:.2f} before, {os.getloadavg()[0]:.2f} after"
+        first, tenth, cold = (r[3] for r in (local_rows[0], local_rows[-2], local_rows[-1]))
+        extra["local_ttft_turn10_vs_turn1"] = round(tenth / first, 2)
+        extra["local_ttft_turn10_cold_vs_warm"] = round(cold / tenth, 2)
+    report_sections("prompt_cache", sections, extra)
 
 
 if __name__ == "__main__":
