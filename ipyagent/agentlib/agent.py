@@ -83,10 +83,7 @@ class Agent:
         can_write: ``False`` refuses every tool that is not read-only.
         tool_timeout: Seconds a tool call may take (a tool's own ``timeout`` wins).
         thinking: Reasoning effort to ask for: ``none``, ``low``, ``medium`` or ``high``.
-        prompt_cache: Ask the provider to cache the prompt's stable prefix (system prompt, tools,
-            history) for ``"5m"`` (the default) or ``"1h"``, or ``"off"``. A cached prefix is
-            billed at a fraction of the input price (Anthropic: 0.1x to read, 1.25x to write for
-            5 minutes, 2x for an hour); see :data:`~ipyagent.agentlib.model.PromptCache`.
+        prompt_cache: How long the provider caches the prompt's prefix: ``"5m"``, ``"1h"``, ``"off"``.
         retry: How model requests are retried on rate limits, overload and dropped connections.
         messages: A transcript to continue.
         session: A session file (``"analysis.agent.jsonl"``) or an open :class:`Session`: created
@@ -175,12 +172,6 @@ class Agent:
             )
         self._bus = EventBus()
         self._model = model
-        if prompt_cache not in ("off", "5m", "1h"):
-            raise UserError(
-                f"prompt_cache must be 'off', '5m' or '1h', not {prompt_cache!r}.",
-                hint="Pass prompt_cache='5m' (the default), '1h' for long pauses, or 'off'.",
-                code="invalid_option",
-            )
         self._settings = ModelSettings(
             thinking=thinking, max_tokens=max_tokens, temperature=temperature, prompt_cache=prompt_cache
         )
@@ -759,10 +750,7 @@ class Agent:
             "auto_approve": self.auto_approve,
             "can_write": self.can_write,
             "tool_timeout": self.tool_timeout,
-            "thinking": self._settings.thinking,
-            "max_tokens": self._settings.max_tokens,
-            "temperature": self._settings.temperature,
-            "prompt_cache": self._settings.prompt_cache,
+            **self._settings.model_dump(),  # thinking, max_tokens, temperature, prompt_cache
             "retry": self.retry,
             "hooks": self.hooks,
             "redact_requests": self.redact_requests,

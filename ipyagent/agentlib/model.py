@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from .errors import UserError
 from .messages import FinishReason, Message
 from .usage import Usage
 
@@ -81,6 +82,17 @@ class ModelSettings(BaseModel):
     max_tokens: int | None = None
     temperature: float | None = None
     prompt_cache: PromptCache = "5m"
+
+    @field_validator("prompt_cache", mode="before")
+    @classmethod
+    def _check_prompt_cache(cls, value: object) -> object:
+        if value not in ("off", "5m", "1h"):  # the user's option (Agent(prompt_cache=...)): say so
+            raise UserError(
+                f"prompt_cache must be 'off', '5m' or '1h', not {value!r}.",
+                hint="Pass prompt_cache='5m' (the default), '1h' when turns are far apart, or 'off'.",
+                code="invalid_option",
+            )
+        return value
 
 
 class OutputSchema(BaseModel):
