@@ -20,8 +20,9 @@ it: the latter is where the previous request's mark stood, so a new request read
 previous one wrote even when the reply in between was longer than the API's 20-block lookback.
 A thinking block may not carry a mark, so an assistant message's mark goes on its last block that
 is not thinking. ``"1h"`` adds ``ttl: "1h"`` to every mark (the API wants marks of a longer TTL
-before shorter ones, which one TTL for all satisfies). A prefix shorter than the model's minimum
-(1,024 tokens for Sonnet, more for some models) is silently not cached: no error, no write.
+before shorter ones, which one TTL for all satisfies) and the ``extended-cache-ttl`` beta header.
+A prefix shorter than the model's minimum (1,024 tokens for Sonnet, more for some models) is
+silently not cached: no error, no write.
 
 The API has no JSON mode, so a request's ``output_schema`` (a typed answer) is an *answer tool*:
 a tool of that name and schema, with ``tool_choice`` making the reply a call to it (to any tool,
@@ -74,6 +75,8 @@ __all__ = [
 ]
 
 API_VERSION = "2023-06-01"
+# The beta that introduced the 1-hour cache TTL; sent with "1h" for API versions that still need it.
+EXTENDED_TTL_BETA = "extended-cache-ttl-2025-04-11"
 # max_tokens is required by the API; this fits every current model's output limit.
 DEFAULT_MAX_TOKENS = 8192
 _MIN_BUDGET = 1024  # the API's smallest thinking budget
@@ -475,6 +478,8 @@ class AnthropicProvider(HTTPProvider):
         model = self._wire_model(request.model)
         body = build_request(request, model=model, endpoint=self.endpoint)
         headers = {"Accept": "text/event-stream", "anthropic-version": API_VERSION}
+        if request.settings.prompt_cache == "1h":
+            headers["anthropic-beta"] = EXTENDED_TTL_BETA  # an endpoint's own anthropic-beta wins
         if self._secret is not None:
             headers["x-api-key"] = self._secret.reveal()
         parser = AnthropicStreamParser(

@@ -175,6 +175,7 @@ async def test_anthropic_provider_sends_marks_and_reports_cache_usage(server: Wi
     events = await collect(provider.stream(request))
     sent = server.requests[0].json
     assert len(marked(sent)) == 4 and sent["system"][0]["cache_control"]["ttl"] == "1h"
+    assert server.requests[0].headers["anthropic-beta"] == "extended-cache-ttl-2025-04-11"
     (report,) = [e for e in events if isinstance(e, UsageReport)]
     got = report.usage
     assert (got.input_tokens, got.cache_read_tokens, got.cache_write_tokens) == (412, 3000, 400)
