@@ -18,7 +18,7 @@ Endpoints come from three places, later ones winning field by field:
        api_key_env = "VLLM_API_KEY"           # optional; the *name* of the variable
        headers = { "X-Team" = "research" }
        context_limits = { "qwen2.5-coder-7b" = 32768 }
-       prompt_cache_key = false               # send OpenAI's prompt_cache_key (openai: true)
+       prompt_cache_key = true                # send OpenAI's prompt_cache_key (default: to OpenAI only)
 
 3. :func:`register_endpoint` in code.
 
@@ -41,6 +41,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from urllib.parse import urlsplit
 
 from .config_file import config_bytes, config_path, read_config
 from .errors import UserError
@@ -80,8 +81,10 @@ class Endpoint:
     variable holding the key (``None``: no key); ``key_required`` says whether a request without
     a key is pointless (false for local servers). The ``reasoning_field``, ``thinking_param``,
     ``max_tokens_field`` and ``think_tags`` fields tune the OpenAI-compatible adapter;
-    ``prompt_cache_key`` says the endpoint accepts OpenAI's ``prompt_cache_key`` field (on for the
-    ``openai`` built-in only: not every compatible server accepts fields it does not know).
+    ``prompt_cache_key`` says whether the endpoint takes OpenAI's ``prompt_cache_key`` field;
+    ``None`` (the default) means "when it is OpenAI's own API" (``api.openai.com``): not every
+    compatible server accepts a field it does not know, and ``OPENAI_BASE_URL`` often points the
+    ``openai`` endpoint at one (see :meth:`takes_prompt_cache_key`).
     """
 
     name: str
@@ -97,7 +100,7 @@ class Endpoint:
     thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort"
     max_tokens_field: str = "max_tokens"
     think_tags: bool = True
-    prompt_cache_key: bool = False
+    prompt_cache_key: bool | None = None
     # A literal key from the config file; never settable from code (see register_endpoint).
     api_key: str | None = field(default=None, repr=False, compare=False)
 
@@ -115,6 +118,13 @@ class Endpoint:
         env = os.environ.get(self.base_url_env, "").strip() if self.base_url_env else ""
         url = env or self.base_url
         return _ollama_host(url) if self.kind == "ollama" else url.rstrip("/")
+
+    def takes_prompt_cache_key(self) -> bool:
+        """Whether requests to this endpoint carry ``prompt_cache_key``: as configured, else only
+        when its URL is OpenAI's API."""
+        if self.prompt_cache_key is not None:
+            return self.prompt_cache_key
+        return urlsplit(self.resolved_base_url()).hostname == "api.openai.com"
 
     def resolved_key(self) -> str | None:
         """The key from ``key_env`` or the config file; a :class:`UserError` naming the variable
@@ -157,7 +167,6 @@ _BUILTINS: dict[str, Endpoint] = {
         base_url_env="OPENAI_BASE_URL",
         key_env="OPENAI_API_KEY",
         max_tokens_field="max_completion_tokens",
-        prompt_cache_key=True,
     ),
     "anthropic": Endpoint(
         "anthropic",
@@ -231,7 +240,7 @@ def _openai(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None)
         think_tags=endpoint.think_tags,
         thinking_param=endpoint.thinking_param,
         max_tokens_field=endpoint.max_tokens_field,
-        prompt_cache_key=endpoint.prompt_cache_key,
+        prompt_cache_key=endpoint.takes_prompt_cache_key(),
     )
     return OpenAIProvider(model, dialect=dialect, **_common(endpoint, model, client))
 
@@ -295,7 +304,7 @@ def register_endpoint(
     thinking_param: Literal["reasoning_effort", "openrouter", "none"] = "reasoning_effort",
     max_tokens_field: str = "max_tokens",
     think_tags: bool = True,
-    prompt_cache_key: bool = False,
+    prompt_cache_key: bool | None = None,
 ) -> Endpoint:
     """Define (or replace) an endpoint, e.g. a local vLLM server::
 
@@ -433,7 +442,8 @@ def _validate(endpoint: Endpoint) -> None:
     ):
         raise ValueError("context_limits must be a table of integers")
     for name in ("key_required", "think_tags", "prompt_cache_key"):
-        if not isinstance(getattr(endpoint, name), bool):
+        value = getattr(endpoint, name)
+        if not isinstance(value, bool) and not (name == "prompt_cache_key" and value is None):
             raise ValueError(f"{name} must be true or false")
     if endpoint.thinking_param not in ("reasoning_effort", "openrouter", "none"):
         raise ValueError("thinking_param must be reasoning_effort, openrouter or none")

@@ -206,18 +206,22 @@ async def send(model_id: str, server: WireServer, cache: PromptCache = "5m") -> 
     return body
 
 
-async def test_prompt_cache_key_goes_to_openai_only(
-    server: WireServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-1234")
-    assert (await send("openai/gpt-4.1", server))["prompt_cache_key"] == "conv-1"
-    assert "prompt_cache_key" not in await send("openai/gpt-4.1", server, "off")
+def test_prompt_cache_key_goes_to_openai_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert endpoints.get_endpoint("openai").takes_prompt_cache_key()
+    # OPENAI_BASE_URL often points the openai endpoint at another server: not sent there.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+    assert not endpoints.get_endpoint("openai").takes_prompt_cache_key()
+    for name in ("openrouter", "groq", "together", "deepseek"):
+        assert not endpoints.get_endpoint(name).takes_prompt_cache_key(), name
+
+
+async def test_prompt_cache_key_on_the_wire_only_where_accepted(server: WireServer) -> None:
     # Another OpenAI-compatible server may reject a field it does not know: not sent by default.
     endpoints.register_endpoint("vllm", base_url=server.base_url)
     assert "prompt_cache_key" not in await send("vllm/qwen", server)
     endpoints.register_endpoint("vllm", base_url=server.base_url, prompt_cache_key=True)
     assert (await send("vllm/qwen", server))["prompt_cache_key"] == "conv-1"
+    assert "prompt_cache_key" not in await send("vllm/qwen", server, "off")
 
 
 async def test_prompt_cache_key_from_the_config_file(
@@ -226,11 +230,13 @@ async def test_prompt_cache_key_from_the_config_file(
     config = tmp_path / "cache-config.toml"
     config.write_text(
         f'[endpoints.lab]\nkind = "openai"\nbase_url = "{server.base_url}"\nprompt_cache_key = true\n'
-        f'[endpoints.openai]\nbase_url = "{server.base_url}"\nprompt_cache_key = false\n'
+        f'[endpoints.openai]\nbase_url = "{server.base_url}"\nprompt_cache_key = true\n'
     )
     monkeypatch.setenv("IPYAGENT_CONFIG", str(config))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-1234")
     assert (await send("lab/m", server))["prompt_cache_key"] == "conv-1"
+    assert (await send("openai/gpt-4.1", server))["prompt_cache_key"] == "conv-1"
+    config.write_text(f'[endpoints.openai]\nbase_url = "{server.base_url}"\nprompt_cache_key = false\n')
     assert "prompt_cache_key" not in await send("openai/gpt-4.1", server)
     config.write_text('[endpoints.lab]\nkind = "openai"\nprompt_cache_key = "yes"\n')
     with pytest.raises(UserError, match="prompt_cache_key must be true or false"):
