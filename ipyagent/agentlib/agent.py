@@ -47,7 +47,7 @@ from .errors import UserError
 from .events import AgentEvent, Decision, MapProgress
 from .hooks import Hooks, screener
 from .messages import Message
-from .model import ModelSettings, Provider, ThinkingLevel, ToolChoice, ToolSpec
+from .model import ModelSettings, PromptCache, Provider, ThinkingLevel, ToolChoice, ToolSpec
 from .model_slots import ModelSlots
 from .output import output_spec
 from .plugins import Plugin, Plugins
@@ -88,6 +88,7 @@ class Agent:
         can_write: ``False`` refuses every tool that is not read-only.
         tool_timeout: Seconds a tool call may take (a tool's own ``timeout`` wins).
         thinking: Reasoning effort to ask for: ``none``, ``low``, ``medium`` or ``high``.
+        prompt_cache: How long the provider caches the prompt's prefix: ``"5m"``, ``"1h"``, ``"off"``.
         retry: How model requests are retried on rate limits, overload and dropped connections.
         messages: A transcript to continue.
         session: A session file (``"analysis.agent.jsonl"``) or an open :class:`Session`: created
@@ -145,6 +146,7 @@ class Agent:
         thinking: ThinkingLevel | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        prompt_cache: PromptCache = "5m",
         retry: RetryPolicy | None = None,
         hooks: Hooks | None = None,
         messages: Sequence[Message] = (),
@@ -176,7 +178,9 @@ class Agent:
             )
         self._bus = EventBus()
         self._models = ModelSlots(model, utility_model)
-        self._settings = ModelSettings(thinking=thinking, max_tokens=max_tokens, temperature=temperature)
+        self._settings = ModelSettings(
+            thinking=thinking, max_tokens=max_tokens, temperature=temperature, prompt_cache=prompt_cache
+        )
         self.tools: list[Tool] = []
         for t in tools:
             self.add_tool(t)
@@ -745,9 +749,7 @@ class Agent:
             "auto_approve": self.auto_approve,
             "can_write": self.can_write,
             "tool_timeout": self.tool_timeout,
-            "thinking": self._settings.thinking,
-            "max_tokens": self._settings.max_tokens,
-            "temperature": self._settings.temperature,
+            **self._settings.model_dump(),  # thinking, max_tokens, temperature, prompt_cache
             "retry": self.retry,
             "hooks": self.hooks,
             "redact_requests": self.redact_requests,

@@ -139,7 +139,8 @@ async def compact(
         model=provider.model_id.split("/", 1)[-1],
         system=SUMMARY_SYSTEM_PROMPT,
         messages=[Message.user(prompt)],
-        settings=ModelSettings(max_tokens=settings.max_tokens if settings else None),
+        # A one-off prompt: a cache write (1.25x the input price at Anthropic) would never be read.
+        settings=ModelSettings(max_tokens=settings.max_tokens if settings else None, prompt_cache="off"),
     )
     error: ErrorInfo | None
     try:

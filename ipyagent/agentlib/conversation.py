@@ -14,6 +14,7 @@ emits one kind of event itself, the warning that the session file could no longe
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Sequence, Set
 
 from .compaction import CompactionResult
@@ -55,6 +56,8 @@ class Conversation:
         #: Messages before this index are counted in ``_context`` when it is exact.
         self._context_mark: int | None = None
         self._load_warnings: list[str] = list(state.warnings) if state else []
+        # The session's id outlives the kernel, so a resumed conversation keeps its cache key.
+        self._cache_key = session.id if session is not None else uuid.uuid4().hex
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -62,6 +65,13 @@ class Conversation:
     def messages(self) -> Sequence[Message]:
         """The transcript, read-only (it is not copied: copy it to keep a snapshot)."""
         return self._messages
+
+    @property
+    def cache_key(self) -> str:
+        """A stable name for this conversation, sent to providers that route requests to their
+        prompt caches by one (OpenAI's ``prompt_cache_key``): the session's id, or a random id
+        for a conversation without a session file. It names nothing else and holds no secret."""
+        return self._cache_key
 
     @property
     def call_ids(self) -> Set[str]:

@@ -383,8 +383,11 @@ def _minus(total: Usage, part: Usage) -> Usage:
         output_tokens=max(0, total.output_tokens - part.output_tokens),
         cache_read_tokens=max(0, total.cache_read_tokens - part.cache_read_tokens),
         cache_write_tokens=max(0, total.cache_write_tokens - part.cache_write_tokens),
+        cache_write_1h_tokens=max(0, total.cache_write_1h_tokens - part.cache_write_1h_tokens),
         reasoning_tokens=max(0, total.reasoning_tokens - part.reasoning_tokens),
         cost=cost,
+        # A saving may be negative (writes not yet read back): it is not clipped at zero.
+        cache_saved=None if total.cache_saved is None else total.cache_saved - (part.cache_saved or 0.0),
         requests=max(0, total.requests - part.requests),
     )
 

@@ -21,6 +21,7 @@ Endpoints come from three places, later ones winning field by field:
                                               # list of names: the first one set is used)
        headers = { "X-Team" = "research" }
        context_limits = { "qwen2.5-coder-7b" = 32768 }
+       prompt_cache_key = true                # send OpenAI's prompt_cache_key (default: to OpenAI only)
 
 3. :func:`register_endpoint` in code.
 
@@ -43,6 +44,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from urllib.parse import urlsplit
 
 from .config_file import config_bytes, config_path, read_config
 from .errors import UserError
@@ -85,7 +87,11 @@ class Endpoint:
     ``GOOGLE_API_KEY``; ``None``: no key); ``key_required`` says whether a request without a key
     is pointless (false for local servers). The ``reasoning_field``, ``thinking_param``,
     ``max_tokens_field``, ``tool_choice_required``, ``stream_usage`` and ``think_tags`` fields
-    tune the OpenAI-compatible adapter (see :class:`~ipyagent.agentlib.providers.openai.OpenAIDialect`).
+    tune the OpenAI-compatible adapter (see :class:`~ipyagent.agentlib.providers.openai.OpenAIDialect`);
+    ``prompt_cache_key`` says whether the endpoint takes OpenAI's ``prompt_cache_key`` field;
+    ``None`` (the default) means "when it is OpenAI's own API" (``api.openai.com``): not every
+    compatible server accepts a field it does not know, and ``OPENAI_BASE_URL`` often points the
+    ``openai`` endpoint at one (see :meth:`takes_prompt_cache_key`).
     """
 
     name: str
@@ -103,6 +109,7 @@ class Endpoint:
     tool_choice_required: str = "required"
     stream_usage: bool = True
     think_tags: bool = True
+    prompt_cache_key: bool | None = None
     # A literal key from the config file; never settable from code (see register_endpoint).
     api_key: str | None = field(default=None, repr=False, compare=False)
 
@@ -132,6 +139,13 @@ class Endpoint:
         the first of them), for errors that say which key was refused."""
         names = self.key_envs()
         return next((n for n in names if os.environ.get(n, "").strip()), names[0] if names else None)
+
+    def takes_prompt_cache_key(self) -> bool:
+        """Whether requests to this endpoint carry ``prompt_cache_key``: as configured, else only
+        when its URL is OpenAI's API."""
+        if self.prompt_cache_key is not None:
+            return self.prompt_cache_key
+        return urlsplit(self.resolved_base_url()).hostname == "api.openai.com"
 
     def resolved_key(self) -> str | None:
         """The key from the first of ``key_env`` that is set, or the config file; a
@@ -302,6 +316,7 @@ def _openai(endpoint: Endpoint, model: str, *, client: httpx.AsyncClient | None)
         max_tokens_field=endpoint.max_tokens_field,
         tool_choice_required=endpoint.tool_choice_required,
         stream_usage=endpoint.stream_usage,
+        prompt_cache_key=endpoint.takes_prompt_cache_key(),
     )
     return OpenAIProvider(model, dialect=dialect, **_common(endpoint, model, client))
 
@@ -367,6 +382,7 @@ def register_endpoint(
     tool_choice_required: str = "required",
     stream_usage: bool = True,
     think_tags: bool = True,
+    prompt_cache_key: bool | None = None,
 ) -> Endpoint:
     """Define (or replace) an endpoint, e.g. a local vLLM server::
 
@@ -395,6 +411,7 @@ def register_endpoint(
         tool_choice_required=tool_choice_required,
         stream_usage=stream_usage,
         think_tags=think_tags,
+        prompt_cache_key=prompt_cache_key,
     )
     _registered[name] = endpoint
     _bump_registry()
@@ -439,6 +456,7 @@ _CONFIG_FIELDS = {
     "tool_choice_required": "tool_choice_required",
     "stream_usage": "stream_usage",
     "think_tags": "think_tags",
+    "prompt_cache_key": "prompt_cache_key",
 }
 
 
@@ -513,6 +531,10 @@ def _validate(endpoint: Endpoint) -> None:
         isinstance(v, int) for v in endpoint.context_limits.values()
     ):
         raise ValueError("context_limits must be a table of integers")
+    for name in ("key_required", "think_tags", "prompt_cache_key"):
+        value = getattr(endpoint, name)
+        if not isinstance(value, bool) and not (name == "prompt_cache_key" and value is None):
+            raise ValueError(f"{name} must be true or false")
     if endpoint.thinking_param not in ("reasoning_effort", "openrouter", "none"):
         raise ValueError("thinking_param must be reasoning_effort, openrouter or none")
     if endpoint.key_env is not None and not isinstance(endpoint.key_env, str | tuple):

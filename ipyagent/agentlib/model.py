@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from .errors import UserError
 from .messages import FinishReason, Message
 from .usage import Usage
 
@@ -30,6 +31,7 @@ __all__ = [
     "ModelRequest",
     "ModelSettings",
     "OutputSchema",
+    "PromptCache",
     "Provider",
     "ProviderEvent",
     "ResponseEnd",
@@ -51,6 +53,13 @@ ThinkingLevel = Literal["none", "low", "medium", "high"]
 #: more of those). The loop decides it (:mod:`ipyagent.agentlib.tool_choice`); adapters map it.
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | tuple[str, ...]
 PartKey: TypeAlias = int | str | None
+#: Whether a request asks the provider to cache its prompt, and for how long: ``"5m"`` (the
+#: default: a cache entry lives five minutes after its last use), ``"1h"`` (an hour, for pauses
+#: between turns longer than five minutes; Anthropic charges 2x the input price to write it rather
+#: than 1.25x) or ``"off"``. Anthropic caches only what a request marks, so the adapter marks the
+#: stable prefix; OpenAI caches every long prefix by itself, and ``"off"`` there only stops the
+#: routing hint (``prompt_cache_key``). See the "Prompt caching" section of docs/architecture.md.
+PromptCache: TypeAlias = Literal["off", "5m", "1h"]
 
 
 class ToolSpec(BaseModel):
@@ -64,11 +73,26 @@ class ToolSpec(BaseModel):
 
 
 class ModelSettings(BaseModel):
+    """How a model is asked: reasoning effort, reply length, temperature and prompt caching
+    (:data:`PromptCache`). Set by the agent; adapters translate them to their wire."""
+
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     thinking: ThinkingLevel | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    prompt_cache: PromptCache = "5m"
+
+    @field_validator("prompt_cache", mode="before")
+    @classmethod
+    def _check_prompt_cache(cls, value: object) -> object:
+        if value not in ("off", "5m", "1h"):  # the user's option (Agent(prompt_cache=...)): say so
+            raise UserError(
+                f"prompt_cache must be 'off', '5m' or '1h', not {value!r}.",
+                hint="Pass prompt_cache='5m' (the default), '1h' when turns are far apart, or 'off'.",
+                code="invalid_option",
+            )
+        return value
 
 
 class OutputSchema(BaseModel):
@@ -102,6 +126,10 @@ class ModelRequest(BaseModel):
     Oslo?"). It constrains nothing; a provider that can lean its sampling toward a call may (the
     local model does), the others ignore it. Decided by the loop like ``tool_choice``
     (:func:`ipyagent.agentlib.tool_choice.expects_tool_call`).
+
+    ``cache_key`` names the conversation the request belongs to, the same on every request of it
+    (the loop sets it from the conversation): an endpoint that routes requests by a cache key
+    (OpenAI's ``prompt_cache_key``) sends the requests of one conversation to the same cache.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -114,6 +142,7 @@ class ModelRequest(BaseModel):
     tool_choice: ToolChoice = "auto"
     expects_tool_call: bool = False
     output_schema: OutputSchema | None = None
+    cache_key: str | None = None
 
 
 class _Chunk(BaseModel):

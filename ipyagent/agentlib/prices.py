@@ -29,21 +29,23 @@ from .config_file import config_path, read_config, toml_module
 from .errors import UserError
 from .usage import Usage
 
-__all__ = ["Price", "cost_of", "price_for", "priced", "set_prices"]
+__all__ = ["Price", "cache_saving", "cost_of", "price_for", "priced", "set_prices"]
 
-_FIELDS = ("input", "output", "cache_read", "cache_write")
+_FIELDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 # "-2025-04-14", "-20250929", "-latest": a snapshot or alias of the model before it.
 _SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
 @dataclass(frozen=True)
 class Price:
-    """US dollars per million tokens. Cache reads and writes cost ``input`` unless set."""
+    """US dollars per million tokens. Cache reads and writes cost ``input`` unless set;
+    ``cache_write_1h`` (a write kept for an hour) costs ``cache_write`` unless set."""
 
     input: float
     output: float
     cache_read: float | None = None
     cache_write: float | None = None
+    cache_write_1h: float | None = None
 
 
 _overrides: dict[str, Price] = {}
@@ -73,24 +75,48 @@ def cost_of(usage: Usage, price: Price) -> float:
     """What ``usage`` costs at ``price``, in US dollars."""
     read = price.input if price.cache_read is None else price.cache_read
     write = price.input if price.cache_write is None else price.cache_write
+    write_1h = write if price.cache_write_1h is None else price.cache_write_1h
     # Usage counts cache writes inside input_tokens (see the Anthropic adapter): priced apart.
     uncached = max(0, usage.input_tokens - usage.cache_write_tokens)
+    hour = min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
     dollars = (
         uncached * price.input
         + usage.cache_read_tokens * read
-        + usage.cache_write_tokens * write
+        + (usage.cache_write_tokens - hour) * write
+        + hour * write_1h
         + usage.output_tokens * price.output
     )
     return dollars / 1_000_000
 
 
+def cache_saving(usage: Usage, price: Price) -> float:
+    """What prompt caching saved on ``usage`` at ``price``, in US dollars: its cached tokens at
+    the input price minus what they cost. Negative when cache writes (dearer than input at
+    Anthropic) have not been read back enough yet to pay for themselves."""
+    return cost_of(_uncached(usage), price) - cost_of(usage, price)
+
+
+def _uncached(usage: Usage) -> Usage:
+    """``usage`` as if nothing had been cached: every prompt token at the input price."""
+    return usage.model_copy(
+        update={
+            "input_tokens": usage.input_tokens + usage.cache_read_tokens,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+            "cache_write_1h_tokens": 0,
+        }
+    )
+
+
 def priced(usage: Usage, model_id: str) -> Usage:
-    """``usage`` with its cost: the provider's when it reported one, else the table's, else
-    none."""
-    if usage.cost is not None:
-        return usage
+    """``usage`` with its cost (the provider's when it reported one, else the table's, else none)
+    and, when a price is known, what prompt caching saved (:func:`cache_saving`)."""
     price = price_for(model_id)
-    return usage if price is None else usage.model_copy(update={"cost": cost_of(usage, price)})
+    if price is None:
+        return usage
+    saved = cache_saving(usage, price) if usage.cache_read_tokens or usage.cache_write_tokens else None
+    cost = cost_of(usage, price) if usage.cost is None else usage.cost
+    return usage.model_copy(update={"cost": cost, "cache_saved": saved})
 
 
 def _price(name: str, fields: Any, source: str) -> Price:

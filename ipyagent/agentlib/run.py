@@ -416,6 +416,7 @@ class AgentRun:
             tool_choice=choice,
             expects_tool_call=expects_tool_call(choice, self.messages, specs),
             output_schema=output.schema if output else None,
+            cache_key=self.conversation.cache_key,  # prompt caching: one key per conversation
         )
         try:
             return await prepare_request(config.hooks, request, redact=self._redactor)

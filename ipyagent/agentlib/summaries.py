@@ -237,7 +237,8 @@ class Summaries(Plugin):
             model=provider.model_id.split("/", 1)[-1],
             system=SUMMARIES_SYSTEM_PROMPT,
             messages=[Message.user(render_transcript(result.messages, budget=INPUT_CHARS))],
-            settings=ModelSettings(max_tokens=run.settings.max_tokens),
+            # A one-off prompt: a cache write would never be read back.
+            settings=ModelSettings(max_tokens=run.settings.max_tokens, prompt_cache="off"),
         )
         try:
             request = asked if run.screen is None else await run.screen(asked)

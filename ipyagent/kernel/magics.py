@@ -627,6 +627,10 @@ class AgentMagics(Magics):
                 on = ""
             print(f"  of which side calls (summaries{on}): {side} over {side.requests} request(s)")
         print(f"context: {agent.context}")
+        from ..agentlib.usage import cache_summary
+
+        if cache := cache_summary(agent.usage):
+            print(cache)
         caps = [
             f"{scope} {b}"
             for scope, b in (("run", agent.budget), ("conversation", agent.conversation_budget))

@@ -344,6 +344,8 @@ class ViewReducer:
                     "input": event.total.input_tokens,
                     "output": event.total.output_tokens,
                     "cost": event.total.cost,
+                    "cached": event.total.cache_read_tokens,
+                    "saved": event.total.cache_saved,
                     "context": str(event.context),
                     "budget": event.budget,
                 }

@@ -205,6 +205,8 @@ class UsageView(TypedDict):
     input: int
     output: int
     cost: float | None
+    cached: int  # prompt tokens read from the provider's prompt cache (counted apart from input)
+    saved: float | None  # what prompt caching saved, in dollars (None: nothing cached or no price)
     context: str  # the context window readout, e.g. "~1,280 / 32,768 tokens (4%)"
     budget: str | None  # what the run has spent of its caps, e.g. "$0.21 / $0.50"; None: no caps
 

@@ -372,14 +372,19 @@ function buildFooter(view) {
   };
 }
 
-/** "1,200 in · 80 out · $0.0012 · ~1,280 / 32,768 tokens (4%)" — the parts that are known. */
+/** "1,200 in (9,000 cached) · 80 out · $0.0012 (cache saved $0.024) · ~1,280 / 32,768 tokens (4%)"
+ * — the parts that are known. */
 export function usageText(usage) {
   if (!usage || typeof usage !== "object") return "";
   const parts = [];
   if (Number.isFinite(usage.input) || Number.isFinite(usage.output)) {
-    parts.push(`${formatInt(usage.input ?? 0)} in · ${formatInt(usage.output ?? 0)} out`);
+    const cached = usage.cached > 0 ? ` (${formatInt(usage.cached)} cached)` : "";
+    parts.push(`${formatInt(usage.input ?? 0)} in${cached} · ${formatInt(usage.output ?? 0)} out`);
   }
-  if (Number.isFinite(usage.cost)) parts.push(formatCost(usage.cost));
+  if (Number.isFinite(usage.cost)) {
+    const saved = usage.saved > 0 ? ` (cache saved ${formatCost(usage.saved)})` : "";
+    parts.push(formatCost(usage.cost) + saved);
+  }
   if (typeof usage.context === "string" && usage.context) parts.push(`context ${usage.context}`);
   if (typeof usage.budget === "string" && usage.budget) parts.push(`budget ${usage.budget}`);
   return parts.join(" · ");

@@ -37,6 +37,15 @@ describe("labels and footer", () => {
     assert.equal(usageText(null), "");
   });
 
+  test("usageText shows cached tokens and what caching saved", () => {
+    assert.equal(
+      usageText({ input: 1000, output: 10, cost: 0.0059, cached: 9000, saved: 0.0243 }),
+      "1,000 in (9,000 cached) · 10 out · $0.0059 (cache saved $0.024)",
+    );
+    // A saving not (yet) positive is not shown; nothing cached, nothing said.
+    assert.equal(usageText({ input: 5, output: 1, cost: 0.5, cached: 0, saved: -0.1 }), "5 in · 1 out · $0.50");
+  });
+
   test("Retry only when the transcript ends in a retryable error", () => {
     const err = (retryable) => ({ id: "e", kind: "error", retryable });
     assert.equal(endsInRetryableError([err(true)]), true);

@@ -162,6 +162,9 @@ async def test_the_agent_compacts_when_the_context_crosses_the_threshold_once_pe
     started = [e for e in events if e.type == "compaction_started"]
     assert [(e.reason, e.messages) for e in started] == [("threshold", 13)]  # once, though still large
     assert model.requests[0].system == SUMMARY_SYSTEM_PROMPT
+    # A one-off request: a cache write (1.25x at Anthropic) would never be read back.
+    assert model.requests[0].settings.prompt_cache == "off"
+    assert model.requests[1].settings.prompt_cache == "5m"  # the conversation's own
     first_turn = model.requests[1].messages
     assert first_turn[0].text.startswith(SUMMARY_PREFIX) and "SUMMARY" in first_turn[0].text
     assert first_turn[-1].text == "and now?"

@@ -174,6 +174,8 @@ async def test_a_finished_run_is_summarized_beside_the_session_and_told_to_a_new
     assert summaries.path == tmp_path / "analysis.summaries.jsonl"
     summary_request = model.requests[1]
     assert summary_request.system == SUMMARIES_SYSTEM_PROMPT and not summary_request.tools
+    # A one-off request: a cache write (1.25x at Anthropic) would never be read back.
+    assert summary_request.settings.prompt_cache == "off"
     assert "Mean of df.x?" in summary_request.messages[0].text
     [record] = summaries.records()
     assert record.summary == "computed the mean of df.x (4.2)." and record.advice.startswith("df.x has NaNs")

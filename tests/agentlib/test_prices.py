@@ -9,7 +9,7 @@ import pytest
 
 from ipyagent import Usage
 from ipyagent.agentlib.errors import UserError
-from ipyagent.agentlib.prices import Price, cost_of, price_for, priced
+from ipyagent.agentlib.prices import Price, cache_saving, cost_of, price_for, priced
 
 
 @pytest.fixture(autouse=True)
@@ -34,6 +34,55 @@ def test_cache_reads_and_writes_are_priced_apart() -> None:
     )
     price = Price(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
     assert cost_of(usage, price) == pytest.approx(0.6 * 3.0 + 0.4 * 3.75 + 2.0 * 0.3)
+
+
+def test_one_hour_cache_writes_cost_twice_the_input() -> None:
+    usage = Usage(input_tokens=1_000_000, cache_write_tokens=1_000_000, cache_write_1h_tokens=600_000)
+    price = price_for("anthropic/claude-sonnet-4-5")
+    assert price is not None
+    assert cost_of(usage, price) == pytest.approx(0.4 * 3.75 + 0.6 * 6.0)
+    # Without a 1-hour price, a 1-hour write costs what a 5-minute one does.
+    assert cost_of(usage, Price(input=3.0, output=15.0, cache_write=3.75)) == pytest.approx(3.75)
+
+
+@pytest.mark.parametrize(
+    "model", ["claude-opus-4-1", "claude-opus-4", "claude-sonnet-4-5", "claude-sonnet-4", "claude-haiku-4-5"]
+)
+def test_claude_cache_prices_follow_anthropic_ratios(model: str) -> None:
+    price = price_for(f"anthropic/{model}")
+    assert price is not None and price.cache_read is not None
+    assert price.cache_read == pytest.approx(0.1 * price.input)
+    assert price.cache_write == pytest.approx(1.25 * price.input)
+    assert price.cache_write_1h == pytest.approx(2 * price.input)
+
+
+@pytest.mark.parametrize(
+    "model", ["gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-4o", "gpt-4o-mini", "o3", "o4-mini"]
+)
+def test_openai_models_know_their_cached_input_price(model: str) -> None:
+    price = price_for(f"openai/{model}")
+    assert price is not None and price.cache_read is not None and price.cache_read < price.input
+    assert price.cache_write is None  # OpenAI charges nothing extra to write its cache
+
+
+def test_what_caching_saved() -> None:
+    price = Price(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
+    # A turn that writes 10k tokens to the cache pays 0.25x more on them than uncached ...
+    write = Usage(input_tokens=10_100, cache_write_tokens=10_000, output_tokens=50)
+    assert cache_saving(write, price) == pytest.approx(-10_000 * 0.75 / 1e6)
+    # ... and each turn that reads them back saves 0.9x of their input price.
+    read = Usage(input_tokens=100, cache_read_tokens=10_000, output_tokens=50)
+    assert cache_saving(read, price) == pytest.approx(10_000 * 2.7 / 1e6)
+    total = priced(write, "anthropic/claude-sonnet-4-5") + priced(read, "anthropic/claude-sonnet-4-5")
+    assert total.cache_saved == pytest.approx((27_000 - 7_500) / 1e6)
+    assert total.cost == pytest.approx(cost_of(write, price) + cost_of(read, price))
+    assert "caching saved $0.0195" in str(total) and "(10,000 cached)" in str(total)
+    # Nothing cached, nothing saved (and nothing said); no price, no saving.
+    assert priced(Usage(input_tokens=100), "anthropic/claude-sonnet-4-5").cache_saved is None
+    assert priced(read, "openai/unknown").cache_saved is None
+    # A provider's own cost is kept; the saving is still computed from the table.
+    reported = priced(read.model_copy(update={"cost": 0.5}), "anthropic/claude-sonnet-4-5")
+    assert reported.cost == 0.5 and reported.cache_saved == pytest.approx(0.027)
 
 
 def test_a_reported_cost_wins_over_the_table() -> None:

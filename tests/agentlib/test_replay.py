@@ -434,3 +434,20 @@ async def test_replay_does_not_wait_out_a_recorded_retry_after(
     assert waits == []
     # The events still say what was recorded: the run retried after the provider's 120 s.
     assert [e.retry_in for e in retries] == [120.0]
+
+
+def test_prompt_caching_is_not_part_of_what_a_replay_matches(tmp_path: Path) -> None:
+    """Caching changes the bill, never the answer: a cassette recorded before prompt caching
+    existed (settings without it), or with another setting, still replays."""
+    from ipyagent.agentlib.model import ModelSettings
+
+    recorded = {"thinking": None, "max_tokens": None, "temperature": None}
+    for cache in ("5m", "1h", "off"):
+        request = ModelRequest(
+            model="m",
+            messages=[Message.user("hi")],
+            settings=ModelSettings(prompt_cache=cache),
+            cache_key="k",
+        )
+        assert normalize_request(request)["settings"] == recorded
+        assert "cache_key" not in json.dumps(normalize_request(request))

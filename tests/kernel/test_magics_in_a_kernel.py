@@ -190,6 +190,22 @@ def test_line_commands(kernel: Kernel) -> None:
     assert "%%agent [options]" in text_of(outputs)
 
 
+def test_usage_shows_the_prompt_cache(kernel: Kernel) -> None:
+    kernel.run(
+        SETUP
+        + "from ipyagent.testing import usage\n"
+        + "report = usage(input_tokens=1_000, cache_read_tokens=9_000, output_tokens=10)\n"
+        + "m = ScriptedModel([[report, text('hi')]], model_id='anthropic/claude-sonnet-4-5')"
+    )
+    kernel.run("%%agent -m m\nhello")
+    _, outputs = kernel.run("%agent usage")
+    shown = text_of(outputs)
+    assert "(9,000 cached)" in shown
+    # 9,000 tokens read at $0.30 instead of $3.00 a million.
+    assert "prompt cache: 9,000 of 10,000 prompt tokens read from it (90%), 0 written" in shown
+    assert "caching saved $0.0243" in shown
+
+
 OWN_TOOLS = '''
 from ipyagent import tool, BlockToolCall
 from ipyagent.kernel import hooks

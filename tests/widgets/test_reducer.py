@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from ipyagent import Agent, RetryPolicy, tool
 from ipyagent.agentlib import events as ev
 from ipyagent.agentlib.errors import ProviderUnavailable
 from ipyagent.agentlib.messages import Message, TextBlock
 from ipyagent.agentlib.usage import Usage
-from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call
+from ipyagent.testing import ScriptedModel, error, text, thinking, tool_call, usage
 from ipyagent.widgets.reducer import (
     ViewReducer,
     apply_patch,
@@ -79,6 +81,19 @@ async def test_a_run_becomes_blocks_in_order() -> None:
     assert reducer.state["status"] == "completed"
     assert reducer.state["usage"]["input"] > 0
     # The front end, applying the same messages, reaches the same state.
+    assert replay(sent) == reducer.state
+
+
+async def test_the_meter_shows_cached_tokens_and_what_caching_saved() -> None:
+    model = ScriptedModel(
+        [[usage(input_tokens=1_000, cache_read_tokens=9_000, output_tokens=10), text("hi")]],
+        model_id="anthropic/claude-sonnet-4-5",
+    )
+    reducer, sent = await reduce(Agent(model=model), "hello")
+    meter = reducer.state["usage"]
+    assert meter is not None
+    assert meter["cached"] == 9_000
+    assert meter["saved"] == pytest.approx(9_000 * (3.0 - 0.3) / 1e6)
     assert replay(sent) == reducer.state
 
 

@@ -12,6 +12,18 @@ tools with ``{"type": "any"}``. ``"auto"`` is not sent (it is the default). With
 API refuses to be made to call a tool ("any" and "tool" are rejected): a required choice is then
 sent as ``auto`` (with only the named tools, for names), and the model may answer in text.
 
+Prompt caching (the request's ``settings.prompt_cache``): the API caches only prefixes that end
+at a block marked ``cache_control``, at most four marks a request. Unless caching is ``"off"``,
+the last tool and the system prompt are marked (the prefix every request of a conversation
+shares), then the last block of the last message and the last block of the user message before
+it: the latter is where the previous request's mark stood, so a new request reads the prefix the
+previous one wrote even when the reply in between was longer than the API's 20-block lookback.
+A thinking block may not carry a mark, so an assistant message's mark goes on its last block that
+is not thinking. ``"1h"`` adds ``ttl: "1h"`` to every mark (the API wants marks of a longer TTL
+before shorter ones, which one TTL for all satisfies) and the ``extended-cache-ttl`` beta header.
+A prefix shorter than the model's minimum (1,024 tokens for Sonnet, more for some models) is
+silently not cached: no error, no write.
+
 The API has no JSON mode, so a request's ``output_schema`` (a typed answer) is an *answer tool*:
 a tool of that name and schema, with ``tool_choice`` making the reply a call to it (to any tool,
 when the request offers others; ``"none"`` makes it the answer's). The stream's call to it
@@ -40,6 +52,7 @@ from ..messages import (
 from ..model import (
     EventBatch,
     ModelRequest,
+    PromptCache,
     ProviderEvent,
     ResponseEnd,
     ThinkingChunk,
@@ -52,12 +65,24 @@ from ..usage import Usage
 from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
 from ._sse import SSEDecoder, SSEEvent
 
-__all__ = ["AnthropicProvider", "AnthropicStreamParser", "answer_tool", "build_request", "thinking_budget"]
+__all__ = [
+    "MAX_CACHE_MARKS",
+    "AnthropicProvider",
+    "AnthropicStreamParser",
+    "answer_tool",
+    "build_request",
+    "thinking_budget",
+]
 
 API_VERSION = "2023-06-01"
+# The beta that introduced the 1-hour cache TTL; sent with "1h" for API versions that still need it.
+EXTENDED_TTL_BETA = "extended-cache-ttl-2025-04-11"
 # max_tokens is required by the API; this fits every current model's output limit.
 DEFAULT_MAX_TOKENS = 8192
 _MIN_BUDGET = 1024  # the API's smallest thinking budget
+MAX_CACHE_MARKS = 4  # the API rejects a request with more cache_control marks
+# Blocks the API refuses a cache_control mark on.
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 _BUDGETS: dict[ThinkingLevel, int] = {"low": 2048, "medium": 8192, "high": 24576}
 
 _STOP: dict[str, FinishReason] = {
@@ -133,7 +158,42 @@ def build_request(request: ModelRequest, *, model: str, endpoint: str = "anthrop
     elif settings.temperature is not None:
         # With thinking on the API accepts no temperature but 1, so it is only sent without.
         body["temperature"] = settings.temperature
+    if settings.prompt_cache != "off":
+        _mark_cache(body, settings.prompt_cache)
     return body
+
+
+def _mark_cache(body: dict[str, Any], ttl: PromptCache) -> None:
+    """Put the cache marks on ``body`` (see the module's docstring for where and why)."""
+    mark: dict[str, str] = {"type": "ephemeral"}
+    if ttl == "1h":
+        mark["ttl"] = "1h"
+    blocks: list[dict[str, Any]] = []
+    if body.get("tools"):
+        blocks.append(body["tools"][-1])
+    if body.get("system"):
+        system: dict[str, Any] = {"type": "text", "text": body["system"]}
+        body["system"] = [system]  # only a block can carry a mark
+        blocks.append(system)
+    messages: list[dict[str, Any]] = body["messages"]
+    last = _markable(messages[-1]) if messages else None
+    if last is not None:
+        blocks.append(last)
+    # The previous request's last mark: on the user message before the last one.
+    users = [m for m in messages[:-1] if m["role"] == "user"]
+    before = _markable(users[-1]) if users else None
+    if before is not None:
+        blocks.insert(len(blocks) - (last is not None), before)
+    for block in blocks[:MAX_CACHE_MARKS]:
+        block["cache_control"] = dict(mark)
+
+
+def _markable(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The last block of ``message`` that may carry a cache mark (``None``: none may)."""
+    for block in reversed(message["content"]):
+        if block.get("type") not in _UNMARKABLE:
+            return block  # type: ignore[no-any-return]
+    return None
 
 
 def answer_tool(request: ModelRequest) -> str | None:
@@ -362,6 +422,11 @@ class AnthropicStreamParser:
             for name, value in usage.items():
                 if isinstance(value, int) and not isinstance(value, bool):
                     self._raw_usage[name] = value
+            # The writes split by how long they are kept (a 1-hour write costs more).
+            creation = usage.get("cache_creation")
+            hour = creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else None
+            if isinstance(hour, int) and not isinstance(hour, bool):
+                self._raw_usage["cache_write_1h"] = hour
 
     def _usage(self) -> Usage:
         raw = self._raw_usage
@@ -373,6 +438,7 @@ class AnthropicStreamParser:
             output_tokens=raw.get("output_tokens", 0),
             cache_read_tokens=read,
             cache_write_tokens=write,
+            cache_write_1h_tokens=raw.get("cache_write_1h", 0),
             requests=1,
         )
 
@@ -412,6 +478,8 @@ class AnthropicProvider(HTTPProvider):
         model = self._wire_model(request.model)
         body = build_request(request, model=model, endpoint=self.endpoint)
         headers = {"Accept": "text/event-stream", "anthropic-version": API_VERSION}
+        if request.settings.prompt_cache == "1h":
+            headers["anthropic-beta"] = EXTENDED_TTL_BETA  # an endpoint's own anthropic-beta wins
         if self._secret is not None:
             headers["x-api-key"] = self._secret.reveal()
         parser = AnthropicStreamParser(

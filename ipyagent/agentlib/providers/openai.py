@@ -73,6 +73,9 @@ class OpenAIDialect:
     - ``tool_choice_required``: the word for "call some tool" (Mistral's is ``"any"``).
     - ``stream_usage``: send ``stream_options: {"include_usage": true}`` (Mistral rejects it,
       and reports usage in its last chunk unasked).
+    - ``prompt_cache_key``: send the request's ``cache_key`` as ``prompt_cache_key``, which OpenAI
+      uses to route the requests of one conversation to the same prompt cache. Off by default:
+      a server that does not know the field may reject the request.
     """
 
     reasoning_field: str | None = None
@@ -81,12 +84,18 @@ class OpenAIDialect:
     max_tokens_field: str = "max_tokens"
     tool_choice_required: str = "required"
     stream_usage: bool = True
+    prompt_cache_key: bool = False
 
 
 def build_request(
     request: ModelRequest, *, model: str, dialect: OpenAIDialect = OpenAIDialect()
 ) -> dict[str, Any]:
-    """The JSON body of a streaming Chat Completions request."""
+    """The JSON body of a streaming Chat Completions request.
+
+    OpenAI caches a prompt's prefix by itself (1,024 tokens or more); what helps it is a prefix
+    that is the same bytes every request, which this body is: system prompt, then the history in
+    order, then the tools, each rendered the same way every time.
+    """
     body: dict[str, Any] = {
         "model": model,
         "messages": _messages(request.system, request.messages),
@@ -116,6 +125,8 @@ def build_request(
             json_schema["description"] = output.description
         body["response_format"] = {"type": "json_schema", "json_schema": json_schema}
     settings = request.settings
+    if dialect.prompt_cache_key and request.cache_key and settings.prompt_cache != "off":
+        body["prompt_cache_key"] = request.cache_key
     if settings.max_tokens is not None:
         body[dialect.max_tokens_field] = settings.max_tokens
     if settings.temperature is not None:

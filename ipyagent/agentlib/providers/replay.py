@@ -374,7 +374,8 @@ def normalize_request(
         "model": f"{endpoint}/{request.model}" if endpoint else request.model,
         "system": system,
         "tools": [t.model_dump(mode="json") for t in request.tools],
-        "settings": request.settings.model_dump(mode="json"),
+        # Prompt caching changes the bill, never the answer: not part of what a replay matches.
+        "settings": request.settings.model_dump(mode="json", exclude={"prompt_cache"}),
         "messages": [_message(m, calls) for m in request.messages],
     }
     if request.tool_choice != "auto":  # left out when auto: most requests, and all of version 1

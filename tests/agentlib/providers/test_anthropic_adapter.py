@@ -163,11 +163,16 @@ RESULTS = Message(
 )
 
 
+# Cache marks are tested in test_prompt_cache_wire.py; these tests look at the blocks alone.
+NO_CACHE = ModelSettings(prompt_cache="off")
+
+
 def test_request_keeps_own_signed_thinking() -> None:
     request = ModelRequest(
         model="claude-x",
         system="Be brief.",
         messages=[Message.user("Rate?"), _assistant("anthropic/claude-x"), RESULTS],
+        settings=NO_CACHE,
     )
     body = build_request(request, model="claude-x")
     assert body["system"] == "Be brief." and body["max_tokens"] > 0 and body["stream"] is True
@@ -205,6 +210,7 @@ def test_images_and_merged_turns() -> None:
             Message.user("", ImageBlock(url="https://example.com/a.png")),
             Message(role="assistant", content=(), model="anthropic/c"),  # interrupted at once
         ],
+        settings=NO_CACHE,
     )
     assert build_request(request, model="c")["messages"] == [
         {

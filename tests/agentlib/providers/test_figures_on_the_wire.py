@@ -108,6 +108,8 @@ def test_anthropic_puts_the_figure_inside_the_tool_result() -> None:
                 {"type": "text", "text": DESCRIBED},
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
             ],
+            # The last block closes the cached prefix; a tool result with an image may carry it.
+            "cache_control": {"type": "ephemeral"},
         }
     ]
 

@@ -148,6 +148,7 @@ async def test_anthropic_forces_an_answer_tool_and_reads_its_call_as_the_answer(
             "name": "final_result",
             "description": "Whether a review is positive.",
             "input_schema": SCHEMA.json_schema,
+            "cache_control": {"type": "ephemeral"},  # the last tool closes the cached prefix
         }
     ]
     assert body["tool_choice"] == {"type": "tool", "name": "final_result"}
