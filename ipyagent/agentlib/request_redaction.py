@@ -59,42 +59,53 @@ class RequestRedactor:
     has seen (the transcript's messages are immutable and resent every turn), so a long
     conversation is scanned once, not once per turn.
 
-    Nor is the transcript walked in Python once per turn: a request whose messages begin with
-    the previous request's (the same objects: a turn appends) reuses that request's masked list
-    and looks only at the messages added since. Checking that prefix is one list comparison,
-    identity first, at C speed; anything else (a compaction, a retried turn) falls back to the
-    per-message memory."""
+    Nor is anything done per request in proportion to the transcript, which a run's requests
+    would make quadratic. The run's requests follow its conversation, which only appends — but
+    for a compaction, which replaces its first messages, and a reset, which empties it. So a
+    request whose first message and whose message where the previous request ended are the
+    previous request's own objects holds that request's messages and more: their masked copies
+    are kept, and only the messages added since are looked at. Anything else (a compaction, a
+    reset, another conversation's request) falls back to the per-message memory."""
 
     def __init__(self) -> None:
         self._secrets: tuple[str, ...] = ()
         self._seen: dict[int, tuple[Message, Message]] = {}
-        # The previous request's messages, their masked copies, and whether any copy differs.
-        self._sent: list[Message] = []
-        self._masked: tuple[Message, ...] = ()
+        # The previous request's length, first and last messages; the masked copies of its
+        # messages (in a list only ever appended to); whether any copy differs from its message.
+        self._sent = 0
+        self._ends: tuple[Message, Message] | None = None
+        self._masked: list[Message] = []
         self._changed = False
+        self._system: tuple[str, str] = ("", "")  # the last system prompt, and masked
 
     def __call__(self, request: ModelRequest) -> ModelRequest:
         secrets = tuple(known_secrets())
         if secrets != self._secrets:  # a key was set or changed since the last request
-            self._secrets, self._seen = secrets, {}
-            self._sent, self._masked, self._changed = [], (), False
-        system = mask_secrets(request.system, secrets)
+            self._secrets, self._seen, self._system = secrets, {}, ("", "")
+            self._sent, self._ends, self._masked, self._changed = 0, None, [], False
+        system = self._mask_system(request.system)
         given = request.messages
-        done = len(self._sent)
-        # A list comparison checks identity first, element by element, without a call per
-        # message: the cheapest way to see that a turn only appended (an equal message that is
-        # not the same object is masked the same way, so it counts as the same).
-        if done <= len(given) and list(given[:done]) == self._sent:
+        done, ends = self._sent, self._ends
+        if ends is not None and done <= len(given) and given[0] is ends[0] and given[done - 1] is ends[1]:
             added = [self._message(m) for m in given[done:]]
-            masked = (*self._masked, *added)
-            changed = self._changed or any(map(operator.is_not, added, given[done:]))
+            self._masked.extend(added)
+            self._changed = self._changed or any(map(operator.is_not, added, given[done:]))
         else:
-            masked = tuple(self._message(m) for m in given)
-            changed = any(map(operator.is_not, masked, given))
-        self._sent, self._masked, self._changed = list(given), masked, changed
-        if system is request.system and not changed:
+            self._masked = [self._message(m) for m in given]
+            self._changed = any(map(operator.is_not, self._masked, given))
+        self._sent, self._ends = len(given), ((given[0], given[-1]) if given else None)
+        if system is request.system and not self._changed:
             return request
-        return request.model_copy(update={"system": system, "messages": list(masked)})
+        # The request gets its own list: the masked one goes on growing with the next turns.
+        return request.model_copy(update={"system": system, "messages": list(self._masked)})
+
+    def _mask_system(self, system: str) -> str:
+        """The system prompt masked, once per text: it is the same on every request of a run.
+        Unmasked, it is returned as given (``mask_secrets`` returns what it did not change)."""
+        if system is not self._system[0] and system != self._system[0]:
+            self._system = (system, mask_secrets(system, self._secrets))
+        seen, masked = self._system
+        return system if masked is seen else masked
 
     def _message(self, message: Message) -> Message:
         known = self._seen.get(id(message))
