@@ -10,6 +10,7 @@ import functools
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +35,36 @@ def _config_path(explicit: str | None, xdg: str | None, home: str | None) -> Pat
 
 
 def config_bytes(path: Path) -> bytes | None:
-    """What the file at ``path`` holds now (``None`` when there is no regular file there): a
-    cheap way to tell whether it changed, which a modification time cannot always tell (two
-    writes within one tick of the file system's clock). Raises ``OSError`` when the file is
-    there but cannot be read."""
+    """What the file at ``path`` holds now (``None`` when there is no regular file there), to
+    tell whether it changed. It is asked several times a request, so a file whose status (size,
+    inode, modification and change times) is as it was when last read is not read again — once
+    those times are two seconds old: two writes within one tick of the file system's clock share
+    a modification time, and only a file last written before the last read is surely unchanged
+    (git's rule for its index). Raises ``OSError`` when the file is there but cannot be read."""
+    key = str(path)
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    status = (info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+    known = _read.get(key)
+    settled = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > 2_000_000_000
+    if known is not None and known[0] == status and settled:
+        return known[1]
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except (FileNotFoundError, NotADirectoryError):
         return None
     with os.fdopen(fd, "rb") as f:  # a FIFO or a device is never read (it could block)
-        return f.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        opened = os.fstat(fd)
+        data = f.read() if stat.S_ISREG(opened.st_mode) else None
+    if data is not None:
+        _read[key] = ((opened.st_size, opened.st_ino, opened.st_mtime_ns, opened.st_ctime_ns), data)
+    return data
+
+
+#: What each config file held when last read, and its status then (see :func:`config_bytes`).
+_read: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}
 
 
 #: The last parse of each config file, by path: its bytes and what they say.
