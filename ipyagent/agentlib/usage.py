@@ -86,6 +86,8 @@ def cache_summary(usage: Usage) -> str:
         f"({100 * usage.cache_read_tokens / max(1, prompt):.0f}%), {usage.cache_write_tokens:,} written"
     )
     saved = usage.cache_saved
+    if saved is not None and not saved and not usage.cost:  # a model that costs nothing (local)
+        return line
     if saved is not None and saved >= 0:
         line += f"; caching saved ${saved:.4f}"
     elif saved is not None:  # Anthropic's writes cost more than input until they are read back

@@ -113,3 +113,12 @@ def test_a_malformed_price_says_where_and_how_to_fix_it(config: Path, text: str)
     with pytest.raises(UserError) as info:
         price_for("x/m")
     assert str(config) in str(info.value) and "dollars per million tokens" in (info.value.hint or "")
+
+
+def test_the_cache_line_of_a_model_that_costs_nothing_counts_tokens_not_dollars() -> None:
+    from ipyagent.agentlib.usage import cache_summary
+
+    local = Usage(input_tokens=835, cache_read_tokens=907, cost=0.0, cache_saved=0.0)
+    assert cache_summary(local) == "prompt cache: 907 of 1,742 prompt tokens read from it (52%), 0 written"
+    paid = Usage(input_tokens=1000, cache_read_tokens=9000, cost=0.01, cache_saved=0.0243)
+    assert cache_summary(paid).endswith("; caching saved $0.0243")
