@@ -93,10 +93,17 @@ def test_a_failed_run_raises_in_the_cell_with_its_hint(kernel: Kernel) -> None:
     assert "Hint: Set OPENAI_API_KEY." in shown
 
 
-def test_an_interrupt_cancels_the_run_and_the_conversation_goes_on(kernel: Kernel) -> None:
+def test_an_interrupt_cancels_the_run_and_the_conversation_goes_on(kernel: Kernel, jupyter_env: Path) -> None:
     kernel.run(SETUP + "m = ScriptedModel([[text('Thinking about it'), pause(60)], 'Second answer.'])")
     msg_id = kernel.send("%%agent -m m\nfirst")
-    time.sleep(2.0)
+    # Interrupt once the run is under way (its prompt is in the session file), not after a fixed
+    # time: on a loaded machine the cell may still be setting up, where an interrupt is the
+    # user's plain KeyboardInterrupt.
+    deadline = time.monotonic() + 60
+    while not any('"first"' in f.read_text() for f in jupyter_env.glob("*.agent.jsonl")):
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # the scripted reply reaches its pause
     started = time.monotonic()
     kernel.km.interrupt_kernel()
     reply, outputs = kernel.collect(msg_id, timeout=30)
