@@ -32,6 +32,7 @@ from typing import Any
 
 from .errors import UserError
 from .events import RunWarning
+from .prices import Price, at_price, price_for
 from .usage import Usage
 
 __all__ = ["Budget", "Hold", "Spending", "TokenLedger", "check_budget", "spent_tokens"]
@@ -276,6 +277,7 @@ class Spending:
         self._timer: asyncio.TimerHandle | None = None
         self._expired_scope: str | None = None
         self._warned_unpriced = False
+        self._prices: dict[str, Price | None] = {}
 
     @property
     def elapsed(self) -> float:
@@ -432,6 +434,13 @@ class Spending:
         if budget.seconds is not None:
             parts.append(f"{time.monotonic() - self._started:.0f} s / {budget.seconds:g} s")
         return " · ".join(parts)
+
+    def priced(self, usage: Usage, model_id: str) -> Usage:
+        """``usage`` with its cost at ``model_id``'s price, looked up once per run (a price
+        changed in the config file applies from the next run)."""
+        if model_id not in self._prices:
+            self._prices[model_id] = price_for(model_id)
+        return at_price(usage, self._prices[model_id])
 
     def unpriced_warning(self, usage: Usage, model_id: str) -> RunWarning | None:
         """Once per run: a cost cap is set, but this request has no cost (no known price)."""

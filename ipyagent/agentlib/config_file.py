@@ -22,16 +22,25 @@ __all__ = ["config_bytes", "config_path", "read_config", "toml_module"]
 def config_path() -> Path:
     """``$IPYAGENT_CONFIG``, else ``$XDG_CONFIG_HOME/ipyagent/config.toml``, else
     ``~/.config/ipyagent/config.toml``."""
-    environ = os.environ
-    return _config_path(environ.get("IPYAGENT_CONFIG"), environ.get("XDG_CONFIG_HOME"), environ.get("HOME"))
+    # Asked several times a request (prices, the secret set): CPython keeps the environment
+    # encoded in ``os.environ._data``, where a lookup is one dict access instead of an encode and
+    # a decode; elsewhere, the mapping itself.
+    data = getattr(os.environ, "_data", None)
+    environ: Any = data if isinstance(data, dict) else os.environ
+    keys = _ENCODED_KEYS if environ is data else _KEYS
+    return _config_path(*map(environ.get, keys))
+
+
+_KEYS = ("IPYAGENT_CONFIG", "XDG_CONFIG_HOME", "HOME")
+_ENCODED_KEYS = tuple(os.fsencode(k) for k in _KEYS) if os.name == "posix" else _KEYS
 
 
 @functools.lru_cache(maxsize=16)
-def _config_path(explicit: str | None, xdg: str | None, home: str | None) -> Path:
+def _config_path(explicit: str | bytes | None, xdg: str | bytes | None, home: str | bytes | None) -> Path:
     """``home``: ``$HOME``, only so that a changed one gives another answer (``~`` reads it)."""
     if explicit:
-        return Path(explicit).expanduser()
-    return Path(xdg or "~/.config").expanduser() / "ipyagent" / "config.toml"
+        return Path(os.fsdecode(explicit)).expanduser()
+    return Path(os.fsdecode(xdg) if xdg else "~/.config").expanduser() / "ipyagent" / "config.toml"
 
 
 def config_bytes(path: Path) -> bytes | None:

@@ -85,6 +85,8 @@ class Hooks:
 
     def chain(self) -> list[Hooks]:
         """The hooks to run, in order: each included one's chain, then these; each once."""
+        if not self.include:  # the common case, asked several times a round
+            return [self]
         order: list[Hooks] = []
         open_: list[Hooks] = []  # being visited: an include cycle stops here
 

@@ -10,8 +10,9 @@ business of its adapter, not of this module.
 from __future__ import annotations
 
 import json
+import os
+import random
 import time
-import uuid
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -42,7 +43,15 @@ FinishReason = Literal[
 
 def new_id(prefix: str) -> str:
     """A short random id such as ``call_3f9a0c1b2d4e``."""
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+    return f"{prefix}_{_ids.getrandbits(64):016x}"
+
+
+# 64 random bits per id, as uuid4().hex[:16] gave, without a system call each: ids need to be
+# unique, not secret. A generator of their own: one a user seeds (``random.seed(0)``) would give
+# every kernel the same ids. Seeded again in a forked child, which would repeat the parent's.
+_ids = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ids.seed)
 
 
 class _Block(BaseModel):

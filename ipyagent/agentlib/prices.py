@@ -29,7 +29,7 @@ from .config_file import config_path, read_config, toml_module
 from .errors import UserError
 from .usage import Usage
 
-__all__ = ["Price", "cache_saving", "cost_of", "price_for", "priced", "set_prices"]
+__all__ = ["Price", "at_price", "cache_saving", "cost_of", "price_for", "priced", "set_prices"]
 
 _FIELDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 # "-2025-04-14", "-20250929", "-latest": a snapshot or alias of the model before it.
@@ -62,7 +62,13 @@ def set_prices(table: Mapping[str, Mapping[str, Any]], *, source: str = "set_pri
 
 def price_for(model_id: str) -> Price | None:
     """The price of ``model_id`` (``"openai/gpt-4.1"``), or None when it is not known."""
-    table = _merged()
+    table, found = _merged()
+    if model_id not in found:  # asked on every request: looked up once per model and table
+        found[model_id] = _lookup(table, model_id)
+    return found[model_id]
+
+
+def _lookup(table: dict[str, Price], model_id: str) -> Price | None:
     endpoint, _, name = model_id.partition("/") if "/" in model_id else ("", "", model_id)
     last = name.rsplit("/", 1)[-1]  # a router's "anthropic/claude-sonnet-4-5"
     for key in (model_id, name, _SNAPSHOT.sub("", name), last, _SNAPSHOT.sub("", last), f"{endpoint}/*"):
@@ -111,7 +117,11 @@ def _uncached(usage: Usage) -> Usage:
 def priced(usage: Usage, model_id: str) -> Usage:
     """``usage`` with its cost (the provider's when it reported one, else the table's, else none)
     and, when a price is known, what prompt caching saved (:func:`cache_saving`)."""
-    price = price_for(model_id)
+    return at_price(usage, price_for(model_id))
+
+
+def at_price(usage: Usage, price: Price | None) -> Usage:
+    """``usage`` priced at ``price`` (see :func:`priced`)."""
     if price is None:
         return usage
     saved = cache_saving(usage, price) if usage.cache_read_tokens or usage.cache_write_tokens else None
@@ -145,18 +155,20 @@ def _shipped() -> dict[str, Price]:
     return {name: _price(name, fields, "ipyagent's price table") for name, fields in data.items()}
 
 
-#: The merged price table, and the config file's ``[prices]`` it was made from: asked on every
-#: request, it is made again only when that table (a new parse of the file) or an override changes.
-_table: tuple[object, dict[str, Price]] | None = None
+#: The merged price table, the config file's ``[prices]`` it was made from, and the price found
+#: for each model id asked: asked on every request, it is made again only when that table (a new
+#: parse of the file) or an override changes.
+_table: tuple[object, dict[str, Price], dict[str, Price | None]] | None = None
 
 
-def _merged() -> dict[str, Price]:
+def _merged() -> tuple[dict[str, Price], dict[str, Price | None]]:
     global _table
     path = config_path()
     configured = read_config(path).get("prices")  # the same object until the file changes
-    if _table is None or _table[0] is not configured:
-        _table = (configured, {**_shipped(), **_configured(configured, path), **_overrides})
-    return _table[1]
+    table = _table
+    if table is None or table[0] is not configured:
+        table = _table = (configured, {**_shipped(), **_configured(configured, path), **_overrides}, {})
+    return table[1], table[2]
 
 
 def _configured(table: Any, path: Any) -> dict[str, Price]:

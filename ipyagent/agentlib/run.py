@@ -69,7 +69,6 @@ from .output import AnswerCheck
 from .parent_run import ParentRun, either
 from .parts import PartsAssembler
 from .plugins import PluginRun, plugins_on_run_end, plugins_on_turn, start_plugins
-from .prices import priced
 from .redact import known_secrets, redact, redact_strings, redact_text
 from .request_redaction import RequestRedactor
 from .result import RunResult
@@ -209,7 +208,7 @@ class AgentRun:
                         f"Stopped after {config.max_turns} model turns (max_turns). "
                         "Run again to let the agent continue, or raise max_turns.",
                     )
-                prompt = self.conversation.context_used(config.system + self._schemas())
+                prompt = self.conversation.context_used(config.prompt_text)
                 if spent := self.spending.before_request(self.usage, self.conversation.usage, prompt):
                     return self._finish("exhausted", spent)
                 self.turn += 1
@@ -281,10 +280,6 @@ class AgentRun:
             self.config, self.tools = replace(config, tools=tools, system=system), {t.name: t for t in tools}
         return notes
 
-    def _schemas(self) -> str:
-        output = self.config.output.instructions if self.config.output else ""
-        return output + "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.config.tools)
-
     def _read_answer(self, reply: Message) -> Message | None:
         """Take the typed answer from the reply that ends the run; when it is not valid, the
         message that asks again (past ``output_retries``, :class:`OutputValidationError`)."""
@@ -321,7 +316,7 @@ class AgentRun:
         reply, count its usage."""
         config = self.config
         capped = self.spending.ledger is not None  # the estimate is needed only under a token cap
-        prompt = self.conversation.context_used(config.system + self._schemas()) if capped else 0
+        prompt = self.conversation.context_used(config.prompt_text) if capped else 0
         hold = await self.spending.reserve(prompt, config.settings.max_tokens)
         if isinstance(hold, str):
             raise _OutOfBudget(hold)
@@ -436,7 +431,7 @@ class AgentRun:
         limit = self.provider.context_limit or (known.limit if known else None)
         if threshold is None or not limit or not self._can_compact():
             return
-        if self.conversation.context_used(self.config.system + self._schemas()) >= threshold * limit:
+        if self.conversation.context_used(self.config.prompt_text) >= threshold * limit:
             await self._compact("threshold")
 
     async def _compact(self, reason: Literal["threshold", "overflow"]) -> None:
@@ -464,7 +459,7 @@ class AgentRun:
 
     def _record_usage(self, assembler: PartsAssembler, request: ModelRequest) -> Usage:
         reported = assembler.usage
-        usage = priced(request_usage(reported), self.provider.model_id)
+        usage = self.spending.priced(request_usage(reported), self.provider.model_id)
         if warning := self.spending.unpriced_warning(usage, self.provider.model_id):
             self._emit(warning)
         self.usage = self.usage + usage
@@ -533,7 +528,8 @@ class AgentRun:
         # A person saying no is not the tool failing: it does not count toward the failure guard.
         if not refused:
             self._failures = self._failures + 1 if output.is_error else 0
-        block = self._result_block(call, output.text, is_error=output.is_error)
+        secrets = known_secrets()  # after the call: a key it set is masked too
+        block = self._result_block(call, output.text, is_error=output.is_error, secrets=secrets)
         if output.images:
             block = block.model_copy(update={"images": tuple(output.images[:MAX_RESULT_IMAGES])})
         if call.id in self._denied:
@@ -544,7 +540,7 @@ class AgentRun:
             name=call.name,
             content=block.content,
             is_error=block.is_error,
-            display=redact_strings(output.display, known_secrets()),
+            display=redact_strings(output.display, secrets),
             duration=time.monotonic() - started,
         )
         self._emit(event)
@@ -611,7 +607,11 @@ class AgentRun:
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         started = time.monotonic()
         try:
-            value = await asyncio.wait_for(tool.call(kwargs, context), timeout)
+            if sys.version_info >= (3, 11):  # no task per call, as wait_for makes
+                async with asyncio.timeout(timeout):
+                    value = await tool.call(kwargs, context)
+            else:  # pragma: no cover - 3.10
+                value = await asyncio.wait_for(tool.call(kwargs, context), timeout)
         except asyncio.TimeoutError as exc:
             if time.monotonic() - started < timeout:
                 return _error(f"`{call.name}` raised TimeoutError: {exc}")
@@ -698,10 +698,12 @@ class AgentRun:
         self._emit(AskUserAnswered(question_id=question_id, answer=answer))
         return answer
 
-    def _result_block(self, call: ToolCallBlock, text: str, *, is_error: bool) -> ToolResultBlock:
+    def _result_block(
+        self, call: ToolCallBlock, text: str, *, is_error: bool, secrets: list[str] | None = None
+    ) -> ToolResultBlock:
         # Every tool result passes here: a key a tool prints is masked before the model, the
         # view, the session or a cassette sees it.
-        text = redact(text, known_secrets())
+        text = redact(text, known_secrets() if secrets is None else secrets)
         limit = self.config.max_result_chars
         if len(text) > limit:
             text = f"{text[:limit]}\n… [truncated: {limit:,} of {len(text):,} characters shown]"

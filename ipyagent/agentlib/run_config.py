@@ -7,6 +7,8 @@ state of a run and starts nothing.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -73,3 +75,12 @@ class RunConfig:
     def utility_provider(self) -> Provider:
         """The provider side calls go to: ``utility``, else the run's own."""
         return self.utility if self.utility is not None else self.provider
+
+    @functools.cached_property
+    def prompt_text(self) -> str:
+        """What every request sends before the transcript — the system prompt, the typed
+        answer's instructions, the tool schemas — as one text, to estimate its tokens. Made once
+        per configuration (a run's changes make another): it is asked before every request."""
+        output = self.output.instructions if self.output else ""
+        schemas = "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.tools)
+        return self.system + output + schemas

@@ -383,8 +383,13 @@ def _describe_validation(name: str, exc: ValidationError) -> str:
 def jsonable(value: dict[str, Any]) -> dict[str, Any]:
     """Tool arguments as plain JSON data, for events: pydantic models dumped, enums by value,
     anything else by its ``str``."""
+    if all(type(v) in _SCALARS for v in value.values()):  # the common case: JSON already
+        return dict(value)
     result: dict[str, Any] = json.loads(json.dumps(value, default=_to_json))
     return result
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _to_json(value: Any) -> Any:

@@ -122,3 +122,28 @@ def test_the_cache_line_of_a_model_that_costs_nothing_counts_tokens_not_dollars(
     assert cache_summary(local) == "prompt cache: 907 of 1,742 prompt tokens read from it (52%), 0 written"
     paid = Usage(input_tokens=1000, cache_read_tokens=9000, cost=0.01, cache_saved=0.0243)
     assert cache_summary(paid).endswith("; caching saved $0.0243")
+
+
+def test_a_run_prices_its_requests_at_the_price_it_started_with(config: Path) -> None:
+    # The price is looked up once per run (it is asked on every request otherwise): a price
+    # changed while a run goes on applies from the next run, to all of its requests.
+    from ipyagent import Agent, tool
+    from ipyagent.testing import ScriptedModel, text, tool_call, usage
+
+    config.write_text('[prices."scripted/*"]\ninput = 1.0\noutput = 0.0\n')
+
+    @tool(read_only=True)
+    def raise_prices() -> str:
+        """Make the model dearer."""
+        config.write_text('[prices."scripted/*"]\ninput = 3.0\noutput = 0.0\n')
+        return "done"
+
+    spent = usage(input_tokens=1_000_000, output_tokens=0)
+    model = ScriptedModel(
+        [[tool_call("raise_prices", {}), spent], [text("ok"), spent], [text("again"), spent]]
+    )
+    agent = Agent(model=model, tools=[raise_prices])
+    first = agent.run_sync("go")
+    assert first.usage.cost == pytest.approx(2.0)  # two requests at $1 a million
+    second = agent.run_sync("again")
+    assert second.usage.cost == pytest.approx(3.0)
