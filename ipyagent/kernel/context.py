@@ -3,8 +3,9 @@ with each ``%%agent`` prompt and chat message.
 
 Four parts, chosen per cell (``%%agent --context outline,variables``, ``--context none``) or for
 every cell (``c.AgentMagics.context``). The default, ``auto``, sends all four, except to the
-embedded local model (its 1.5B model answered worse with them, and its window is 8k tokens) and
-while recording or replaying a cassette (a replay runs in another kernel, with other variables):
+embedded local model (its 1.5B model answered worse with them, and its window is 8k tokens: it
+gets the data its prompt names instead, see :mod:`.mentions`) and while recording or replaying a
+cassette (a replay runs in another kernel, with other variables):
 
 - ``cell``: the cell the run is in (its id and first lines) — or, in a chat, the active cell;
 - ``outline``: the notebook's cells, an id and first line each — the live document where a page

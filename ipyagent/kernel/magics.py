@@ -240,7 +240,7 @@ class AgentMagics(Magics):
         ``output_type``: the type the answer is validated into (None: text)."""
         inside = self.state.cells.inside_cell(raw_cell)
         with pump_comm_messages(self.shell) as poll, inside:
-            attachments = self._context(agent, args.context, cell_id=cell_id, auto=context)
+            attachments = self._context(agent, args.context, cell_id=cell_id, auto=context, prompt=prompt)
             renderer = self._renderer(agent, args.quiet, poll)
             return run_blocking(
                 agent,
@@ -400,24 +400,34 @@ class AgentMagics(Magics):
         return agent
 
     def _context(
-        self, agent: Agent, requested: str | None, *, cell_id: str | None, auto: str = "all"
+        self, agent: Agent, requested: str | None, *, cell_id: str | None, auto: str = "all", prompt: str = ""
     ) -> list[TextBlock]:
-        """The notebook's context for a prompt (see :mod:`.context`), as blocks to attach;
-        ``auto``: the parts sent to a remote model when the run and the configuration say auto."""
+        """The notebook's context for a prompt (see :mod:`.context`), as blocks to attach, and the
+        variables ``prompt`` mentions (see :mod:`.mentions`); ``auto``: the parts sent to a remote
+        model when the run and the configuration say auto."""
         from ..agentlib.messages import TextBlock
         from .cassettes import replay_mode
         from .context import gather_context, parse_parts
 
         wanted = requested if requested is not None else self.context
+        local = agent.provider.model_id.startswith("local/")
+        bare = False
         if wanted.strip().lower() == "auto":
             # The embedded 1.5B model, with its 8k window, does worse with it: asked "what is a
-            # Jupyter kernel?" it described a DataFrame of the context instead (notebooks/).
-            # A recording must replay in another kernel, whose variables differ: none there either.
-            local = agent.provider.model_id.startswith("local/")
+            # Jupyter kernel?" it described a DataFrame of the context instead (notebooks/); it is
+            # given the data its prompt names instead. A recording must replay in another kernel,
+            # whose variables differ: neither there.
+            bare = local and not replay_mode().active
             wanted = "none" if local or replay_mode().active else auto
         parts = parse_parts(wanted)
         context = gather_context(self.state, parts=parts, cell_id=cell_id, budget=self.context_budget)
-        return [TextBlock(text=context.text, attached="notebook context")] if context is not None else []
+        blocks = [TextBlock(text=context.text, attached="notebook context")] if context is not None else []
+        if prompt and self.shell is not None:
+            from .mentions import mentioned_variables
+
+            hidden = getattr(self.shell, "user_ns_hidden", {})
+            blocks += mentioned_variables(prompt, self.shell.user_ns, bare=bare, hidden=hidden)
+        return blocks
 
     def _someone_may_answer(self, args: Any) -> bool:
         """Whether a view will show the model's questions: a widget in a front end. A headless

@@ -5,12 +5,17 @@ DataFrame's columns, dtypes and first rows), so the model need not ask for it.
 Only names of the namespace count, as whole words after an ``@`` that does not follow a letter
 or a dot: "@sales" attaches ``sales``; "user@example.com", "@decorator" of an unknown name and
 "@@" do not. Each variable is attached once per message, at most :data:`MAX_MENTIONS` of them.
+
+A prompt to the embedded model attaches plainly named data too ("In df, what is …"): a small
+model given the frame's columns and first rows computes on them; without them it guessed a
+file to read. Only names whose value is data count, so "print" or "pd" never attach.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 from ..agentlib.messages import TextBlock
@@ -20,14 +25,30 @@ __all__ = ["MAX_MENTIONS", "mentioned_variables"]
 
 MAX_MENTIONS = 8
 _MENTION = re.compile(r"(?<![\w.@])@([A-Za-z_]\w*)")
+# A name written plainly: not an attribute (``.name``), a mention, or a call (``name(``).
+_BARE = re.compile(r"(?<![\w.@])([A-Za-z_]\w*)(?![\w(])")
 
 
-def mentioned_variables(text: str, namespace: Mapping[str, Any]) -> list[TextBlock]:
-    """A summary block for each variable of ``namespace`` that ``text`` mentions as ``@name``."""
-    names = [n for n in dict.fromkeys(_MENTION.findall(text)) if n in namespace and not n.startswith("_")]
+def mentioned_variables(
+    text: str, namespace: Mapping[str, Any], *, bare: bool = False, hidden: Container[str] = ()
+) -> list[TextBlock]:
+    """A summary block for each variable of ``namespace`` that ``text`` mentions as ``@name``;
+    with ``bare``, also each name it writes plainly (``df``, `` `df` ``) whose value is data —
+    not a module, a function, a class, nor one of ``hidden`` (IPython's own names)."""
+    named = [(n, f"@{n}") for n in _MENTION.findall(text) if n in namespace]
+    if bare:
+        named += [(n, n) for n in _BARE.findall(text) if n in namespace and _is_data(namespace[n])]
+    chosen: dict[str, str] = {}  # each name once, as first written (the mentions first)
+    for name, label in named:
+        if name not in chosen and not name.startswith("_") and name not in hidden:
+            chosen[name] = label
     blocks = []
-    for name in names[:MAX_MENTIONS]:
+    for name, label in list(chosen.items())[:MAX_MENTIONS]:
         summary = cap(describe(namespace[name], name))
         text = f'<variable name="{name}">\n{summary}\n</variable>'
-        blocks.append(TextBlock(text=text, attached=f"@{name}"))
+        blocks.append(TextBlock(text=text, attached=label))
     return blocks
+
+
+def _is_data(value: Any) -> bool:
+    return not (inspect.ismodule(value) or isinstance(value, type) or callable(value))

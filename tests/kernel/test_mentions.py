@@ -24,3 +24,27 @@ def test_a_message_attaches_a_bounded_number_of_variables() -> None:
     namespace = {f"v{i}": i for i in range(20)}
     text = " ".join(f"@v{i}" for i in range(20))
     assert len(mentioned_variables(text, namespace)) == MAX_MENTIONS
+
+
+def test_plain_names_attach_data_but_not_modules_functions_classes_or_hidden_names() -> None:
+    import math
+
+    namespace = {
+        "df": pd.DataFrame({"color_intensity": [1.0, 2.0]}),
+        "pd": pd,
+        "math": math,
+        "load": lambda: None,
+        "Frame": pd.DataFrame,
+        "Out": {},
+        "limit": 3,
+    }
+    text = "In df, what is the median of `color_intensity`? Use pd, math and load(), stay under limit. Out"
+    blocks = mentioned_variables(text, namespace, bare=True, hidden={"Out"})
+    assert [b.attached for b in blocks] == ["df", "limit"]
+    assert mentioned_variables(text, namespace) == []  # without bare, only @mentions count
+
+
+def test_a_name_both_mentioned_and_written_plainly_is_attached_once_as_a_mention() -> None:
+    namespace = {"df": pd.DataFrame({"a": [1]}), "other": [1, 2]}
+    blocks = mentioned_variables("Compare df with @other and @df; df.a too", namespace, bare=True)
+    assert [b.attached for b in blocks] == ["@other", "@df"]

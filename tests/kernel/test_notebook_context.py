@@ -94,3 +94,25 @@ def test_by_default_every_part_goes_except_to_the_embedded_model(kernel: Kernel)
         "print(m.requests[0].messages[-1].text)"
     )
     assert text_of(outputs).split("\n")[:3] == ["[None, 'notebook context']", "[None]", "Hello."]
+
+
+def test_the_embedded_model_gets_the_data_its_prompt_names(kernel: Kernel) -> None:
+    # Without it, the 1.5B model asked about `df` guessed a file to read (issue: data answers).
+    kernel.run(
+        "%load_ext ipyagent\nfrom ipyagent.testing import ScriptedModel\nimport pandas as pd\n"
+        "df = pd.DataFrame({'color_intensity': [1.0, 2.0, 4.0]})\n"
+        "local = ScriptedModel(['2.0'] * 3, model_id='local/tiny')\nremote = ScriptedModel(['2.0'])"
+    )
+    kernel.run("%%agent -m local --new\nIn df, what is the median of color_intensity? (pd is imported)")
+    kernel.run("%%agent -m local --new --context none\nAnd in @df?")
+    kernel.run("%%agent -m remote --new --context none\nIn df, what is the median?")
+    _, outputs = kernel.run(
+        "for m, i in ((local, 0), (local, 1), (remote, 0)):\n"
+        "    print([b.attached for b in m.requests[i].messages[-1].content])\n"
+        "print(local.requests[0].messages[-1].content[1].text)"
+    )
+    lines = text_of(outputs).split("\n")
+    # auto: the named frame; an explicit --context still honours @mentions; a remote model's
+    # auto context already lists the variables, and plain names add nothing to --context none.
+    assert lines[:3] == ["[None, 'df']", "[None, '@df']", "[None]"]
+    assert "color_intensity" in "\n".join(lines[3:]) and "pandas.DataFrame shape=(3, 1)" in lines[4]
