@@ -5,7 +5,8 @@
 #
 # Why: PyPI has only the source of llama-cpp-python, and its default build compiles for the
 # build machine's CPU (-march=native); on Xeons with AMX that build crashes on the first
-# decode. This one targets AVX2/FMA/F16C, which runs on any x86-64 CPU from the last decade.
+# decode. This one targets AVX2/FMA/F16C, which runs on any x86-64 CPU from the last decade, and
+# leaves out what the bindings do not use here (see scripts/llama-cpp-lean.cmake).
 #
 # Idempotent: when the Python already has a llama-cpp-python that loads a model and generates
 # (checked in a child process, so a crashing build is detected rather than fatal), nothing is
@@ -20,7 +21,10 @@ if [ -z "$python" ]; then
 fi
 version="${LLAMA_CPP_VERSION:-0.3.36}"
 flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
-wheels="${IPYAGENT_WHEEL_DIR:-$HOME/.cache/ipyagent/wheels}/portable-avx2"
+# Lean: without llava/mtmd (images) and llama.cpp's `common` library, neither of which the
+# bindings use here: the build takes 5 minutes on 2 cores instead of 12.
+flags="$flags -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$root/scripts/llama-cpp-lean.cmake"
+wheels="${IPYAGENT_WHEEL_DIR:-$HOME/.cache/ipyagent/wheels}/portable-avx2-lean"
 pip=("$python" -m pip --disable-pip-version-check)
 source "$root/scripts/_pip.sh"
 
@@ -62,11 +66,30 @@ fi
 
 wheel="$(ls "$wheels"/llama_cpp_python-"$version"-*.whl 2>/dev/null | head -n1 || true)"
 if [ -z "$wheel" ]; then
-  echo "Building llama-cpp-python $version (portable: $flags); this takes a few minutes..." >&2
+  cores="$(nproc 2>/dev/null || echo 2)"
+  expected=$(( 600 / cores > 120 ? 600 / cores : 120 ))  # measured: 5 min on 2 cores
   mkdir -p "$wheels"
-  CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc 2>/dev/null || echo 2)" \
+  log="$wheels/build.log"
+  echo "Building llama.cpp for the embedded model, once (about $(( expected / 60 )) min on $cores cores;" \
+       "later installs reuse it). Log: $log" >&2
+  CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL="$cores" \
     "${pip[@]}" wheel --no-deps --no-cache-dir --no-binary llama-cpp-python \
-    -w "$wheels" "llama-cpp-python==$version"
+    -w "$wheels" "llama-cpp-python==$version" > "$log" 2>&1 &
+  builder=$!
+  started=$SECONDS
+  while kill -0 "$builder" 2>/dev/null; do
+    sleep 1
+    elapsed=$(( SECONDS - started ))
+    line="  building llama.cpp: $(( elapsed / 60 ))m$(printf %02d $(( elapsed % 60 )))s of about $(( expected / 60 ))m"
+    if [ -t 2 ]; then printf '\r%s' "$line" >&2; elif (( elapsed % 30 == 0 )); then echo "$line" >&2; fi
+  done
+  [ -t 2 ] && echo >&2
+  if ! wait "$builder"; then
+    tail -n 40 "$log" >&2
+    echo "Building llama-cpp-python failed (the whole log: $log). It needs gcc, g++ and cmake." >&2
+    exit 1
+  fi
+  echo "  built in $(( (SECONDS - started) / 60 ))m$(printf %02d $(( (SECONDS - started) % 60 )))s" >&2
   wheel="$(ls "$wheels"/llama_cpp_python-"$version"-*.whl | head -n1)"
 fi
 "${pip[@]}" install --force-reinstall --no-deps "$wheel"
