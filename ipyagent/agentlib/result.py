@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .claims import Claim
 from .errors import AgentRunFailed, ErrorInfo
 from .events import RunStatus
 from .messages import Message
@@ -36,6 +37,9 @@ class RunResult(BaseModel):
     #: it, the error); empty when it completed.
     reason: str = ""
     output: Any = None
+    #: The numbers and named values of a completed run's answer, each with the tool output it
+    #: was found in, or none (see :mod:`~ipyagent.agentlib.claims`).
+    claims: tuple[Claim, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -29,6 +29,7 @@ from .asks import Inbox, PendingAnswers
 from .attachments import attachment_label
 from .budget import Hold, Spending, TokenLedger, spent_tokens
 from .bus import EventBus
+from .claims import trace_claims
 from .compaction import compact_conversation, split_point
 from .control_files import CONTROL_HINT, control_changes, control_denied, control_refusal, control_warning
 from .conversation import Conversation
@@ -76,7 +77,7 @@ from .retry import Retries
 from .run_config import RunConfig
 from .tool_choice import choose, expects_tool_call
 from .tool_sources import SourceContext, gather_tools
-from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, jsonable, to_output
+from .tools import RunContext, Tool, ToolArgumentsError, ToolOutput, call_groups, jsonable, to_output
 from .usage import ContextWindow, Usage, estimate_tokens, request_usage
 from .vision import accepts_images, images_rejected, without_images
 
@@ -493,7 +494,7 @@ class AgentRun:
     async def _run_tools(self, calls: Sequence[ToolCallBlock]) -> list[ToolResultBlock]:
         """Run every call: consecutive read-only calls together, each mutating call alone, in order."""
         self._calls, self._results = calls, {}
-        for group in self._groups(calls):
+        for group in call_groups(calls, self.tools):
             if self._failures >= self.config.max_consecutive_failures:
                 for call in group:
                     self._results[call.id] = self._result_block(
@@ -507,20 +508,6 @@ class AgentRun:
         results = [self._results[call.id] for call in calls]
         self._calls, self._results = (), {}
         return results
-
-    def _groups(self, calls: Sequence[ToolCallBlock]) -> list[list[ToolCallBlock]]:
-        groups: list[list[ToolCallBlock]] = []
-        previous_free = False
-        for call in calls:
-            tool = self.tools.get(call.name)
-            # Calls that cannot execute (unknown tool, bad JSON) only produce an error: no order to keep.
-            free = tool is None or tool.read_only or call.arguments is None
-            if free and previous_free:
-                groups[-1].append(call)
-            else:
-                groups.append([call])
-            previous_free = free
-        return groups
 
     async def _run_call(self, call: ToolCallBlock) -> None:
         started = time.monotonic()
@@ -724,6 +711,7 @@ class AgentRun:
             usage=self.usage,
             reason=message,
             output=(self._typed.value if self._typed else text) if status == "completed" else None,
+            claims=trace_claims(text, self.messages, self.prompt) if status == "completed" else (),
         )
 
     def _failed(self, error: ErrorInfo) -> RunResult:

@@ -20,7 +20,7 @@ import os
 import re
 import typing
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -29,7 +29,7 @@ from pydantic.json_schema import PydanticJsonSchemaWarning
 
 from .docstrings import parse_docstring
 from .errors import UserError
-from .messages import ImageBlock
+from .messages import ImageBlock, ToolCallBlock
 from .model import ToolSpec
 from .workers import tool_workers
 
@@ -38,7 +38,7 @@ if typing.TYPE_CHECKING:
     from .parent_run import ParentRun
     from .sandbox import Limits
 
-__all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "jsonable", "tool"]
+__all__ = ["RunContext", "Tool", "ToolArgumentsError", "ToolOutput", "call_groups", "jsonable", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -378,6 +378,23 @@ def _describe_validation(name: str, exc: ValidationError) -> str:
         lines.append(f"- {where}: {error['msg']}")
     lines.append("Fix the arguments and call the tool again.")
     return "\n".join(lines)
+
+
+def call_groups(calls: Sequence[ToolCallBlock], tools: Mapping[str, Tool]) -> list[list[ToolCallBlock]]:
+    """``calls`` in the groups they run in: consecutive read-only calls together (at once), each
+    call that changes something alone, in order."""
+    groups: list[list[ToolCallBlock]] = []
+    previous_free = False
+    for call in calls:
+        tool = tools.get(call.name)
+        # Calls that cannot execute (unknown tool, bad JSON) only produce an error: no order to keep.
+        free = tool is None or tool.read_only or call.arguments is None
+        if free and previous_free:
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+        previous_free = free
+    return groups
 
 
 def jsonable(value: dict[str, Any]) -> dict[str, Any]:
