@@ -20,7 +20,8 @@ checked by ``_data_answers.accepts``: numbers within the rounding the question a
 (thousands separators and percentages read), names case-insensitively. A question is *correct*,
 *wrong*, or *no answer*: the run did not complete (failed, stopped by a guard, over
 ``--timeout``: the kernel is interrupted) or said nothing. "invented" counts questions whose
-run read a file or met a NameError (a made-up variable): the data was in the namespace.
+run read a file, met a NameError or described a variable that does not exist (a column taken
+for a variable): the data was in the namespace, under the name the question gave.
 
 Results of other models (or other ``--context``) already in ``bench/results/data_tasks.json``
 are kept and shown beside this run's (``--fresh`` drops them). The cpu load column is the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -44,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from _data_answers import accepts
-from _data_questions import KINDS, QUESTIONS, Question, expected_answer, setup_code
+from _data_questions import KINDS, QUESTIONS, Question, expected_answer, load, setup_code
 from _report import RESULTS, report_sections
 
 NAME = "data_tasks"
@@ -73,20 +75,35 @@ else:
 # Traces of an answer that did not use the data it was given.
 _FILE_READS = ("read_csv(", "read_excel(", "read_json(", "read_parquet(", "open(")
 _FILE_TOOLS = ("read_file", "list_files", "search_files")
-_STRAY_ERRORS = ("FileNotFoundError", "NameError", "No such file")
+_STRAY_ERRORS = {
+    "FileNotFoundError": "a file not found",
+    "No such file": "a file not found",
+    "NameError": "a NameError",
+    "No variable named": "a variable not in the namespace",  # describe_variable's answer
+}
 
 
-def strays(run: dict[str, Any]) -> list[str]:
-    """How the run looked outside the namespace: files it read, names it made up."""
+def strays(calls: list[dict[str, Any]], results: list[dict[str, Any]], names: set[str]) -> list[str]:
+    """How a run looked outside the namespace (``names``, what the setup cell bound): files it
+    read, variables it made up."""
     found = []
-    for call in run["calls"]:
+    for call in calls:
         if call["name"] in _FILE_TOOLS:
             found.append(f"called {call['name']}")
         elif any(read in call["arguments"] for read in _FILE_READS):
             found.append("code reads a file")
-    for result in run["results"]:
-        found += [f"{error} in a result" for error in _STRAY_ERRORS if error in result["text"]]
+        elif call["name"] == "describe_variable" and _argument(call, "name") not in names:
+            found.append("a variable not in the namespace")
+    for result in results:
+        found += [what for error, what in _STRAY_ERRORS.items() if error in result["text"]]
     return sorted(set(found))
+
+
+def _argument(call: dict[str, Any], key: str) -> Any:
+    try:
+        return json.loads(call["arguments"]).get(key)
+    except (ValueError, AttributeError):
+        return None
 
 
 def kernel_dir(work: Path) -> dict[str, str]:
@@ -196,12 +213,17 @@ def _read_result(cell: Any) -> dict[str, Any] | None:
     return None
 
 
-def verdict(question: Question, asked: dict[str, Any]) -> tuple[str, str]:
-    run = asked["run"]
-    text = (run or {}).get("text", "").strip()
-    if asked["timed_out"] or run is None or run["status"] != "completed" or not text:
-        return "no answer", text
-    return ("correct" if accepts(expected_answer(question), text) else "wrong"), text
+def verdict(question: Question, status: str, text: str) -> str:
+    """correct, wrong or no answer: a run that did not complete (or timed out) gave none."""
+    if status != "completed" or not text.strip():
+        return "no answer"
+    return "correct" if accepts(expected_answer(question), text) else "wrong"
+
+
+@functools.cache
+def namespace_names(frames: tuple[str, ...]) -> set[str]:
+    """The names the setup cell binds: the frames, pd, the loaders it imported."""
+    return set(load(frames))
 
 
 def record(question: Question, asked: dict[str, Any], label: str) -> dict[str, Any]:
@@ -214,7 +236,9 @@ def record(question: Question, asked: dict[str, Any], label: str) -> dict[str, A
         "results": [],
     }
     usage = run["usage"]
-    verdict_, text = verdict(question, asked)
+    text = run["text"].strip()
+    status = "timeout" if asked["timed_out"] else run["status"]
+    results = [{**r, "text": r["text"][:500]} for r in run["results"]]
     return {
         "model": label,
         "id": question.id,
@@ -223,8 +247,8 @@ def record(question: Question, asked: dict[str, Any], label: str) -> dict[str, A
         "frames": list(question.frames),
         "expected": str(expected_answer(question)),
         "answer": text,
-        "verdict": verdict_,
-        "status": "timeout" if asked["timed_out"] else run["status"],
+        "verdict": verdict(question, status, text),
+        "status": status,
         "reason": run["reason"],
         "seconds": round(asked["seconds"], 1),
         "setup_seconds": round(asked["setup_seconds"], 1),
@@ -235,9 +259,10 @@ def record(question: Question, asked: dict[str, Any], label: str) -> dict[str, A
         "requests": usage.get("requests", 0),
         "tools": [c["name"] for c in run["calls"]],
         "tool_calls": run["calls"],
+        "tool_results": results,
         "tool_errors": sum(r["error"] for r in run["results"]),
         "figure": any("shown to the user" in r["text"] for r in run["results"]),
-        "strays": strays(run),
+        "strays": strays(run["calls"], results, namespace_names(question.frames)),
         "cell_error": asked["error"][-500:],
         "models": run.get("models", []),
         "cpu_load": asked["cpu_load"],
@@ -317,8 +342,21 @@ def main(args: argparse.Namespace) -> None:
             flush=True,
         )
     loads.append(os.getloadavg()[0])
-    kept = [] if args.fresh else _earlier(label)
-    every = kept + records
+    this_run = {
+        "questions": len(questions),
+        "timeout_s": args.timeout,
+        # The 1-minute load average before and after: above ~2, another process took CPU time.
+        "cpu_load": "/".join(f"{x:.1f}" for x in loads),
+        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    print(f"this run: {label}: {this_run}")
+    old = {"questions": [], "runs": {}} if args.fresh else _previous()
+    runs = {**old["runs"], label: this_run}
+    write([r for r in old["questions"] if r.get("model") != label] + records, runs)
+
+
+def write(every: list[dict[str, Any]], runs: dict[str, Any]) -> None:
+    """The table by model and kind, printed, and the JSON with every question's record."""
     rows = []
     for name in dict.fromkeys(r["model"] for r in every):
         mine = [r for r in every if r["model"] == name]
@@ -327,34 +365,34 @@ def main(args: argparse.Namespace) -> None:
             if of_kind:
                 rows.append(summary_row(name, kind, of_kind))
         rows.append(summary_row(name, "all", mine))
-    this_run = {
-        "model": label,
-        "questions": len(questions),
-        "timeout_s": args.timeout,
-        "cpu_load": "/".join(f"{x:.1f}" for x in loads),
-    }
-    print(f"this run: {this_run}")
-    report_sections(
-        NAME,
-        [("by model and kind", COLUMNS, rows)],
-        {
-            "this_run": this_run,
-            "cpu_count": os.cpu_count(),
-            "questions": every,
-        },
-    )
+    extra = {"runs": runs, "cpu_count": os.cpu_count(), "questions": every}
+    report_sections(NAME, [("by model and kind", COLUMNS, rows)], extra)
 
 
-def _earlier(label: str) -> list[dict[str, Any]]:
-    """The questions of other models already in the results file."""
+def rescore() -> None:
+    """Verdicts and strays again from the JSON, with the current checker: no model runs."""
+    old = _previous()
+    by_id = {q.id: q for q in QUESTIONS}
+    for entry in old["questions"]:
+        question = by_id.get(entry["id"])
+        if question is None or question.text != entry["question"]:
+            print(f"{entry['id']}: the question changed since it was asked; left as it was")
+            continue
+        entry["expected"] = str(expected_answer(question))
+        entry["verdict"] = verdict(question, entry["status"], entry["answer"])
+        calls, results = entry["tool_calls"], entry.get("tool_results", [])
+        entry["strays"] = strays(calls, results, namespace_names(question.frames))
+    write(old["questions"], old["runs"])
+
+
+def _previous() -> dict[str, Any]:
+    """What the results file holds: every question asked so far and each run's conditions."""
     path = RESULTS / f"{NAME}.json"
-    if not path.exists():
-        return []
     try:
-        old = json.loads(path.read_text()).get("questions", [])
+        old = json.loads(path.read_text())
     except (OSError, ValueError):
-        return []
-    return [r for r in old if r.get("model") != label]
+        return {"questions": [], "runs": {}}
+    return {"questions": old.get("questions", []), "runs": old.get("runs", {})}
 
 
 if __name__ == "__main__":
@@ -373,4 +411,11 @@ if __name__ == "__main__":
         help="passed to the magic's --context: cell,outline,variables,error,all,none",
     )
     parser.add_argument("--fresh", action="store_true", help="drop other models' results from the JSON")
-    main(parser.parse_args())
+    parser.add_argument(
+        "--rescore", action="store_true", help="check the answers in the JSON again; run no model"
+    )
+    arguments = parser.parse_args()
+    if arguments.rescore:
+        rescore()
+    else:
+        main(arguments)

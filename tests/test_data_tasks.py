@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 from _data_answers import Day, Name, Number, accepts, numbers_in
 from _data_questions import KINDS, LOADERS, QUESTIONS, expected_answer, setup_code
-from data_tasks import agent_cell, strays
+from data_tasks import agent_cell, namespace_names, strays, verdict
 
 # vega_datasets calls read_json with an option pandas 3 deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -146,15 +146,29 @@ def test_dates_in_the_ways_people_write_them() -> None:
 
 
 def test_strays_name_files_and_made_up_variables() -> None:
-    run = {
-        "calls": [
-            {"name": "run_python", "arguments": '{"code": "df = pd.read_csv(\'your_data.csv\')"}'},
-            {"name": "read_file", "arguments": '{"path": "data.csv"}'},
-        ],
-        "results": [{"name": "run_python", "error": True, "text": "FileNotFoundError: your_data.csv"}],
-    }
-    assert strays(run) == ["FileNotFoundError in a result", "called read_file", "code reads a file"]
-    assert (
-        strays({"calls": [{"name": "run_python", "arguments": "penguins.sex.isna().sum()"}], "results": []})
-        == []
-    )
+    names = namespace_names(("wine",))
+    assert {"wine", "pd", "load_wine"} <= names
+    calls = [
+        {"name": "run_python", "arguments": '{"code": "df = pd.read_csv(\'your_data.csv\')"}'},
+        {"name": "read_file", "arguments": '{"path": "data.csv"}'},
+        {"name": "describe_variable", "arguments": '{"name": "alcohol"}'},
+        {"name": "describe_variable", "arguments": '{"name": "wine"}'},
+    ]
+    results = [{"name": "run_python", "error": True, "text": "FileNotFoundError: your_data.csv"}]
+    assert strays(calls, results, names) == [
+        "a file not found",
+        "a variable not in the namespace",
+        "called read_file",
+        "code reads a file",
+    ]
+    plain = [{"name": "run_python", "arguments": '{"code": "wine.alcohol.corr(wine.proline)"}'}]
+    assert strays(plain, [{"name": "run_python", "error": False, "text": "0.64"}], names) == []
+
+
+def test_a_run_that_did_not_complete_gave_no_answer() -> None:
+    question = QUESTIONS[0]  # penguins on Biscoe: 168
+    assert verdict(question, "completed", "There are 168 of them.") == "correct"
+    assert verdict(question, "completed", "There are 344 of them.") == "wrong"
+    assert verdict(question, "completed", "  ") == "no answer"
+    assert verdict(question, "timeout", "168") == "no answer"
+    assert verdict(question, "exhausted", "168") == "no answer"
