@@ -20,8 +20,9 @@ checked by ``_data_answers.accepts``: numbers within the rounding the question a
 (thousands separators and percentages read), names case-insensitively. A question is *correct*,
 *wrong*, or *no answer*: the run did not complete (failed, stopped by a guard, over
 ``--timeout``: the kernel is interrupted) or said nothing. "invented" counts questions whose
-run read a file, met a NameError or described a variable that does not exist (a column taken
-for a variable): the data was in the namespace, under the name the question gave.
+run read a file (or answered with code that does), met a NameError or described a variable
+that does not exist (a column taken for a variable): the data was in the namespace, under the
+name the question gave.
 
 Results of other models (or other ``--context``) already in ``bench/results/data_tasks.json``
 are kept and shown beside this run's (``--fresh`` drops them). The cpu load column is the
@@ -32,14 +33,15 @@ process took CPU time from the model.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import json
 import os
 import re
+import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -50,6 +52,8 @@ from _data_questions import KINDS, QUESTIONS, Question, expected_answer, load, s
 from _report import RESULTS, report_sections
 
 NAME = "data_tasks"
+#: Seconds an interrupted run may take to stop before the kernel is shut down.
+STOP_GRACE = 180
 MARK = "BENCH-RESULT "
 
 #: The last cell: what the bench reads from the run's result, as one line of JSON.
@@ -83,10 +87,12 @@ _STRAY_ERRORS = {
 }
 
 
-def strays(calls: list[dict[str, Any]], results: list[dict[str, Any]], names: set[str]) -> list[str]:
+def strays(
+    calls: list[dict[str, Any]], results: list[dict[str, Any]], names: set[str], answer: str = ""
+) -> list[str]:
     """How a run looked outside the namespace (``names``, what the setup cell bound): files it
-    read, variables it made up."""
-    found = []
+    read or told the user to read, variables it made up."""
+    found = ["the answer reads a file"] if any(read in answer for read in _FILE_READS) else []
     for call in calls:
         if call["name"] in _FILE_TOOLS:
             found.append(f"called {call['name']}")
@@ -158,28 +164,37 @@ def ask(question: Question, *, model: str | None, context: str | None, timeout: 
             allow_errors=True,
             resources={"metadata": {"path": str(work)}},
         )
-        timed_out = False
+        stuck = False
         try:
             started = time.perf_counter()
             with client.setup_kernel():
                 for index in (0, 1):
                     client.execute_cell(nb.cells[index], index)
                 setup_s = time.perf_counter() - started
-                client.timeout = timeout
+                # At the deadline the kernel gets SIGINT, as from a front end's Stop: the run is
+                # cancelled, the cell ends and the result is still read. nbclient's own timeout
+                # is only the backstop for a run that does not stop: the cell that timed out
+                # would keep reading the kernel's messages, taking the next cell's output.
+                deadline = _Interrupt(client, timeout)
+                client.timeout = timeout + STOP_GRACE
                 started = time.perf_counter()
                 try:
                     client.execute_cell(nb.cells[2], 2)
                 except CellTimeoutError:
-                    timed_out = True
-                    assert client.km is not None
-                    client.km.interrupt_kernel()  # the run is cancelled; its result is still read
-                seconds = time.perf_counter() - started
-                client.timeout = 120
-                with contextlib.suppress(CellTimeoutError):  # the interrupted run did not end
+                    stuck = True
+                finally:
+                    deadline.cancel()
+                took = time.perf_counter() - started
+                if not stuck:
+                    client.timeout = 120
                     client.execute_cell(nb.cells[3], 3)
         finally:
             os.environ.clear()
             os.environ.update(saved)
+    timed_out = deadline.at is not None
+    seconds = min(took, timeout) if timed_out else took
+    # After the interrupt: how long the run took to stop.
+    stop_s = took - deadline.at if deadline.at is not None else 0.0
     run = _read_result(nb.cells[3])
     setup_errors = [_error(c) for c in nb.cells[:2] if _error(c)]
     if setup_errors:
@@ -194,8 +209,28 @@ def ask(question: Question, *, model: str | None, context: str | None, timeout: 
         "timed_out": timed_out,
         "seconds": seconds,
         "setup_seconds": setup_s,
+        "stop_seconds": stop_s,
         "error": cell_error,
     }
+
+
+class _Interrupt:
+    """SIGINT to the kernel of ``client`` after ``seconds``; ``at``: when it was sent (seconds
+    after the start), None if it was not."""
+
+    def __init__(self, client: Any, seconds: float) -> None:
+        self.process = client.km.provisioner.process  # the kernel's Popen
+        self.started = time.perf_counter()
+        self.at: float | None = None
+        self.timer = threading.Timer(seconds, self._fire)
+        self.timer.start()
+
+    def _fire(self) -> None:
+        self.at = time.perf_counter() - self.started
+        self.process.send_signal(signal.SIGINT)
+
+    def cancel(self) -> None:
+        self.timer.cancel()
 
 
 def _error(cell: Any) -> str:
@@ -252,6 +287,7 @@ def record(question: Question, asked: dict[str, Any], label: str) -> dict[str, A
         "reason": run["reason"],
         "seconds": round(asked["seconds"], 1),
         "setup_seconds": round(asked["setup_seconds"], 1),
+        "stop_seconds": round(asked["stop_seconds"], 1),
         # The whole prompt: what the provider read anew plus what it took from its cache.
         "prompt_tokens": usage.get("input_tokens", 0) + usage.get("cache_read_tokens", 0),
         "cached_tokens": usage.get("cache_read_tokens", 0),
@@ -262,7 +298,7 @@ def record(question: Question, asked: dict[str, Any], label: str) -> dict[str, A
         "tool_results": results,
         "tool_errors": sum(r["error"] for r in run["results"]),
         "figure": any("shown to the user" in r["text"] for r in run["results"]),
-        "strays": strays(run["calls"], results, namespace_names(question.frames)),
+        "strays": strays(run["calls"], results, namespace_names(question.frames), text),
         "cell_error": asked["error"][-500:],
         "models": run.get("models", []),
         "cpu_load": asked["cpu_load"],
@@ -381,7 +417,7 @@ def rescore() -> None:
         entry["expected"] = str(expected_answer(question))
         entry["verdict"] = verdict(question, entry["status"], entry["answer"])
         calls, results = entry["tool_calls"], entry.get("tool_results", [])
-        entry["strays"] = strays(calls, results, namespace_names(question.frames))
+        entry["strays"] = strays(calls, results, namespace_names(question.frames), entry["answer"])
     write(old["questions"], old["runs"])
 
 

@@ -163,6 +163,8 @@ def test_strays_name_files_and_made_up_variables() -> None:
     ]
     plain = [{"name": "run_python", "arguments": '{"code": "wine.alcohol.corr(wine.proline)"}'}]
     assert strays(plain, [{"name": "run_python", "error": False, "text": "0.64"}], names) == []
+    told = "Run this:\n```python\nweather = pd.read_csv('weather.csv')\n```"
+    assert strays([], [], names, told) == ["the answer reads a file"]
 
 
 def test_a_run_that_did_not_complete_gave_no_answer() -> None:
