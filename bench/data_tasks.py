@@ -7,8 +7,8 @@
 
 The questions (``_data_questions.py``: 48, eight kinds, six of each) are about real datasets
 that ship inside installed packages; pandas computes each expected answer here from the same
-code the kernel's setup cell runs. Each question gets a fresh kernel, started by nbclient as
-notebook tools start one, with ``%load_ext ipyagent`` and a setup cell that loads the frames
+code the kernel's setup cell runs. Each question gets a fresh kernel, started by nbclient (as
+nbconvert and papermill run notebooks), with ``%load_ext ipyagent`` and a setup cell that loads the frames
 it names (``penguins``, ``weather``, ...), then one cell ``%%agent -y -o _bench_run`` holding
 the question. A fresh kernel per question, because a run may change the frames (a
 ``dropna(inplace=True)``) or leave variables behind, and the next question would see them; the
@@ -25,9 +25,10 @@ that does not exist (a column taken for a variable): the data was in the namespa
 name the question gave.
 
 Results of other models (or other ``--context``) already in ``bench/results/data_tasks.json``
-are kept and shown beside this run's (``--fresh`` drops them). The cpu load column is the
-1-minute load average before and after the run: above ~2 on this 2-core machine another
-process took CPU time from the model.
+are kept and shown beside this run's (``--fresh`` drops them); ``--rescore`` checks the stored
+answers again, with no model. Each question's record has the 1-minute load average before and
+after it (``cpu_load``): above ~2 on a 2-core machine, another process took CPU time from the
+model.
 """
 
 from __future__ import annotations
