@@ -233,6 +233,27 @@ async def test_describe_a_dataframe(shell: Any) -> None:
     assert "memory: " in text
 
 
+async def test_describe_a_column_written_as_an_attribute_or_a_key(shell: Any) -> None:
+    execute(shell, "import pandas as pd\npenguins = pd.DataFrame({'body_mass_g': [3750.0, 3800.0]})")
+    for name in ("penguins.body_mass_g", "penguins['body_mass_g']", 'penguins["body_mass_g"]'):
+        block, _ = await call(shell, "describe_variable", {"name": name})
+        assert block.content.startswith("penguins['body_mass_g']: pandas.Series shape=(2,) dtype=float64")
+
+
+async def test_a_column_asked_for_as_a_variable_is_named_as_a_column(shell: Any) -> None:
+    # The embedded models asked describe_variable for "color_intensity" and stopped at
+    # "No variable named" (bench/data_tasks.py): the answer now says where it is.
+    execute(shell, "import pandas as pd\nwine = pd.DataFrame({'color_intensity': [5.6, 4.4]})")
+    block, _ = await call(shell, "describe_variable", {"name": "color_intensity"})
+    assert block.content == (
+        "'color_intensity' is not a variable: it is a column of wine. Describe it with "
+        "describe_variable('wine.color_intensity'), or compute on it with run_python, "
+        "e.g. wine['color_intensity'].describe()."
+    )
+    block, _ = await call(shell, "describe_variable", {"name": "wine.alcohol"})
+    assert block.content.startswith("No variable named 'wine.alcohol'. User variables: ")
+
+
 async def test_describe_an_array(shell: Any) -> None:
     execute(shell, "import numpy as np\nm = np.arange(6).reshape(2, 3)")
     block, _ = await call(shell, "describe_variable", {"name": "m"})

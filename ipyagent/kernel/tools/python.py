@@ -16,6 +16,7 @@ import ast
 import contextlib
 import itertools
 import linecache
+import re
 import signal
 import sys
 import threading
@@ -224,6 +225,23 @@ def user_variables(shell: Any) -> dict[str, Any]:
     }
 
 
+_COLUMN = re.compile(r"""^\s*([A-Za-z_]\w*)\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*(['"])(.+?)\3\s*\])\s*$""")
+
+
+def column_of(name: str, variables: dict[str, Any]) -> tuple[str, Any] | None:
+    """``frame.column`` or ``frame["column"]`` as ``(label, the column)`` when ``frame`` is a
+    variable with that column (a DataFrame); no code is evaluated."""
+    match = _COLUMN.match(name)
+    if match is None or match.group(1) not in variables:
+        return None
+    frame = variables[match.group(1)]
+    key = match.group(2) or match.group(4)
+    columns = getattr(frame, "columns", None)
+    if columns is None or key not in columns:
+        return None
+    return f"{match.group(1)}[{key!r}]", frame[key]
+
+
 def _type_name(value: Any) -> str:
     kind = type(value)
     if kind.__module__ == "builtins":
@@ -368,10 +386,22 @@ def python_tools(shell: Any, main: MainThread, history: History | None = None) -
         """
 
         def describing() -> str:
-            if name not in shell.user_ns:
-                known = ", ".join(sorted(user_variables(shell))[:40]) or "(none)"
-                return f"No variable named {name!r}. User variables: {known}."
-            return describe(shell.user_ns[name], name)
+            if name in shell.user_ns:
+                return describe(shell.user_ns[name], name)
+            variables = user_variables(shell)
+            column = column_of(name, variables)
+            if column is not None:
+                return describe(column[1], column[0])
+            frames = [f for f, v in variables.items() if name in getattr(v, "columns", ())]
+            if frames:  # a small model asks for a column as if it were a variable
+                frame = frames[0]
+                return (
+                    f"{name!r} is not a variable: it is a column of {', '.join(frames)}. Describe it "
+                    f"with describe_variable({frame + '.' + name!r}), or compute on it with run_python, "
+                    f"e.g. {frame}[{name!r}].describe()."
+                )
+            known = ", ".join(sorted(variables)[:40]) or "(none)"
+            return f"No variable named {name!r}. User variables: {known}."
 
         text: str = await main.run(describing)
         return cap(text)
