@@ -31,7 +31,15 @@ from ..agentlib.usage import CHARS_PER_TOKEN
 if TYPE_CHECKING:
     from .state import KernelState
 
-__all__ = ["DEFAULT_BUDGET", "PARTS", "NotebookContext", "gather_context", "parse_parts", "render_context"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "PARTS",
+    "NotebookContext",
+    "gather_context",
+    "parse_parts",
+    "render_context",
+    "shape_of",
+]
 
 PARTS = ("cell", "outline", "variables", "error")
 #: Tokens the summary may take (about 4 characters a token).
@@ -122,7 +130,7 @@ def variable_summaries(namespace: Mapping[str, Any]) -> dict[str, str]:
     for name, value in sorted(namespace.items()):
         if callable(value) and not hasattr(value, "shape"):
             continue
-        summary = _shape_of(value)
+        summary = shape_of(value)
         columns = getattr(value, "columns", None)
         if columns is not None and type(value).__module__.startswith("pandas"):
             names = [str(c) for c in list(columns)[:30]]
@@ -132,7 +140,8 @@ def variable_summaries(namespace: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _shape_of(value: Any) -> str:
+def shape_of(value: Any) -> str:
+    """A value's type, with its shape or length where it has one ("pandas.DataFrame shape=(3, 2)")."""
     kind = type(value)
     name = (
         kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"

@@ -19,11 +19,14 @@ from collections.abc import Container, Mapping
 from typing import Any
 
 from ..agentlib.messages import TextBlock
+from .context import shape_of
 from .tools.python import cap, describe
 
 __all__ = ["MAX_MENTIONS", "mentioned_variables"]
 
 MAX_MENTIONS = 8
+#: Columns a plain name's line lists.
+MAX_COLUMNS = 40
 _MENTION = re.compile(r"(?<![\w.@])@([A-Za-z_]\w*)")
 # A name written plainly: not an attribute (``.name``), a mention, or a call (``name(``).
 _BARE = re.compile(r"(?<![\w.@])([A-Za-z_]\w*)(?![\w(])")
@@ -44,10 +47,24 @@ def mentioned_variables(
             chosen[name] = label
     blocks = []
     for name, label in list(chosen.items())[:MAX_MENTIONS]:
-        summary = cap(describe(namespace[name], name))
+        # A plain name gets one line (type, shape, columns and dtypes): the head and statistics
+        # of a 14-column frame are ~1,500 tokens, minutes of prompt on a CPU for a small model.
+        summary = (
+            cap(describe(namespace[name], name)) if label.startswith("@") else _line(name, namespace[name])
+        )
         text = f'<variable name="{name}">\n{summary}\n</variable>'
         blocks.append(TextBlock(text=text, attached=label))
     return blocks
+
+
+def _line(name: str, value: Any) -> str:
+    line = f"{name}: {shape_of(value)}"
+    columns, dtypes = getattr(value, "columns", None), getattr(value, "dtypes", None)
+    if columns is not None and dtypes is not None and type(value).__module__.startswith("pandas"):
+        shown = [f"{c} ({dtypes[c]})" for c in list(columns)[:MAX_COLUMNS]]
+        more = f", … {len(columns) - MAX_COLUMNS} more" if len(columns) > MAX_COLUMNS else ""
+        line += f"; columns: {', '.join(shown)}{more}"
+    return line
 
 
 def _is_data(value: Any) -> bool:

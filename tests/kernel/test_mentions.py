@@ -41,6 +41,12 @@ def test_plain_names_attach_data_but_not_modules_functions_classes_or_hidden_nam
     text = "In df, what is the median of `color_intensity`? Use pd, math and load(), stay under limit. Out"
     blocks = mentioned_variables(text, namespace, bare=True, hidden={"Out"})
     assert [b.attached for b in blocks] == ["df", "limit"]
+    # One line each, no values: a small model's prompt stays short.
+    assert (
+        blocks[0].text.split("\n")[1]
+        == "df: pandas.DataFrame shape=(2, 1); columns: color_intensity (float64)"
+    )
+    assert blocks[1].text.split("\n")[1] == "limit: int"
     assert mentioned_variables(text, namespace) == []  # without bare, only @mentions count
 
 
