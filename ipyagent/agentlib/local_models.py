@@ -15,7 +15,9 @@ on stderr, checked against a pinned sha256 before first use, and written through
 file renamed into place, so an interrupted join never leaves a half file behind.
 
 This module owns the registry of known models and resolution; running a model is
-:mod:`ipyagent.agentlib.providers.local`'s job. Nothing here imports llama-cpp-python.
+:mod:`ipyagent.agentlib.providers.local`'s job, on one of two runtimes (*backends*) chosen by
+:func:`local_backend`: ``xllamacpp`` (llama.cpp's server as a wheel) or ``llama_cpp``
+(llama-cpp-python, built from source). Nothing here imports either.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .atomic import atomic_bytes
 from .errors import UserError
@@ -41,6 +43,7 @@ __all__ = [
     "KnownModel",
     "cache_dir",
     "default_local_model",
+    "local_backend",
     "local_model_available",
     "local_provider",
     "prepare_known_model",
@@ -289,10 +292,59 @@ def default_local_model() -> str | None:
     return next((n for n in DEFAULT_MODELS if _installed(KNOWN_MODELS[n])), None)
 
 
+Backend = Literal["xllamacpp", "llama_cpp"]
+BACKENDS: tuple[Backend, ...] = ("xllamacpp", "llama_cpp")
+#: Picks the backend (``xllamacpp`` or ``llama_cpp``) for every LocalModel that names none.
+ENV_BACKEND = "IPYAGENT_LOCAL_BACKEND"
+
+BACKEND_HINT = (
+    "Install it with `pip install 'ipyagent[local]'` (xllamacpp, a wheel: nothing to compile). "
+    "llama-cpp-python also works when installed (`scripts/install-llama-cpp.sh` builds it portably)"
+)
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def local_backend(backend: str | None = None) -> Backend:
+    """The runtime a local model runs on: ``backend`` when given, else ``$IPYAGENT_LOCAL_BACKEND``,
+    else xllamacpp when it is installed, else llama-cpp-python. Cheap: imports neither. Raises a
+    :class:`UserError` for an unknown name or when neither is installed."""
+    name = (backend or os.environ.get(ENV_BACKEND, "")).strip()
+    if name:
+        if name not in BACKENDS:
+            raise UserError(
+                f"Unknown local model backend {name!r}.",
+                hint=f"Use one of {', '.join(BACKENDS)} (argument `backend` or ${ENV_BACKEND}).",
+                code="local_backend_unknown",
+            )
+        chosen: Backend = "xllamacpp" if name == "xllamacpp" else "llama_cpp"
+        if not _importable(chosen):
+            raise UserError(
+                f"The local model backend {chosen} is not installed.",
+                hint=BACKEND_HINT + ".",
+                code="llama_cpp_missing",
+            )
+        return chosen
+    for candidate in BACKENDS:
+        if _importable(candidate):
+            return candidate
+    raise UserError(
+        "The local model needs xllamacpp or llama-cpp-python, and neither is installed.",
+        hint=BACKEND_HINT + ".",
+        code="llama_cpp_missing",
+    )
+
+
 def local_model_available() -> bool:
-    """Whether ``local/default`` can run here: llama-cpp-python is installed and a model is
-    configured or installed. Cheap (imports and loads nothing), for choosing a default model."""
-    if importlib.util.find_spec("llama_cpp") is None:
+    """Whether ``local/default`` can run here: xllamacpp or llama-cpp-python is installed and a
+    model is configured or installed. Cheap (imports and loads nothing), for choosing a default
+    model."""
+    if not any(importlib.util.find_spec(module) is not None for module in BACKENDS):
         return False
     configured = os.environ.get(ENV_MODEL, "").strip()
     if configured:
@@ -307,8 +359,10 @@ def local_provider(model_name: str, **options: object) -> Provider:
     The model itself loads on the first request. ``options`` go to
     :class:`~ipyagent.agentlib.providers.local.LocalModel` (``n_ctx``, ``tool_mode``, ...).
     """
-    from .providers.local import LocalModel, import_llama
+    from .providers.local import LocalModel
 
-    import_llama()  # fail now, with the install command, rather than at the first request
+    backend = options.pop("backend", None)
+    # Fail now, with the install command, rather than at the first request.
+    chosen = local_backend(backend if isinstance(backend, str) else None)
     path = resolve_local_model(model_name)
-    return LocalModel(path, name=model_name or "default", **options)  # type: ignore[arg-type]
+    return LocalModel(path, name=model_name or "default", backend=chosen, **options)  # type: ignore[arg-type]

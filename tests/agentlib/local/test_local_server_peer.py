@@ -1,11 +1,13 @@
-"""Real peer: our OpenAI adapter against `python -m llama_cpp.server` on loopback, same GGUF.
+"""Real peer: our OpenAI adapter against an OpenAI-compatible llama.cpp server on loopback, same
+GGUF: `python -m llama_cpp.server` with the llama_cpp backend, and xllamacpp's in-process server
+(its ``listening_address``, llama.cpp's own ``llama-server`` code) with xllamacpp.
 
-The server is llama-cpp-python's own OpenAI-compatible server, code we did not write. Two things
-about it shape the test: it streams OpenAI ``tool_calls`` only when the request forces a tool
-(``tool_choice`` naming one; with ``"auto"`` it refuses to stream), and our adapter sends no
-``tool_choice``. So the test's HTTP client forces the tool on the first request of the round
-trip; everything else — the streamed call, running the tool, sending the call and its result
-back, the answer — is the adapter and the agent as users get them.
+The servers are code we did not write. Two things about llama_cpp.server shape the test: it
+streams OpenAI ``tool_calls`` only when the request forces a tool (``tool_choice`` naming one;
+with ``"auto"`` it refuses to stream), and our adapter sends no ``tool_choice``. So the test's
+HTTP client forces the tool on the first request of the round trip; everything else — the
+streamed call, running the tool, sending the call and its result back, the answer — is the
+adapter and the agent as users get them.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(default_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(default_gguf: Path, backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if backend == "xllamacpp":
+        yield from _xllamacpp_server(default_gguf)
+        return
     pytest.importorskip("uvicorn", reason="llama-cpp-python[server] is not installed")
     port = _free_port()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf)]
@@ -75,6 +80,21 @@ def server(default_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def _xllamacpp_server(gguf: Path) -> Iterator[str]:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(gguf)
+    params.n_ctx, params.n_parallel, params.verbosity = 4096, 1, -1
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = 2
+    params.use_jinja = True  # the model's template renders tools and parses its calls
+    server = xllamacpp.Server(params)
+    try:
+        yield str(server.listening_address).rstrip("/") + "/v1"
+    finally:
+        del server  # stops it and frees the model
 
 
 async def test_streams_text_and_usage(server: str) -> None:
