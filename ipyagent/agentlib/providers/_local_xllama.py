@@ -76,6 +76,9 @@ class Loaded:
     n_ctx: int
     client: Any = None  # httpx.Client to the server's loopback endpoint
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Prompt tokens evaluated (from the cache or computed) and the prompt's length, as last
+    #: reported by the server: a job stopped mid-prompt leaves the first below the second.
+    progress: tuple[int, int] = (0, 0)
 
 
 _cache: dict[tuple[str, int], Loaded] = {}
@@ -275,8 +278,10 @@ class Job:
                 state["error"] = chunk["error"]
                 return True
             progress = chunk.get("prompt_progress")
-            if progress is not None and first_request:
-                self.reused = int(progress.get("cache", 0))
+            if progress is not None:
+                self.loaded.progress = (int(progress.get("processed", 0)), int(progress.get("total", 0)))
+                if first_request:
+                    self.reused = int(progress.get("cache", 0))
             for choice in chunk.get("choices") or []:
                 text = choice.get("text") or ""
                 if text:
