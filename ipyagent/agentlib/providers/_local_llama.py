@@ -44,8 +44,9 @@ __all__ = [
 ]
 
 INSTALL_HINT = (
-    "Install it with `pip install 'ipyagent[local]'` after building llama-cpp-python portably "
-    "(the default native build crashes on some CPUs): `scripts/install-llama-cpp.sh`, or "
+    "The default backend needs no build: `pip install 'ipyagent[local]'` installs xllamacpp. For "
+    "llama-cpp-python, build it portably (the default native build crashes on some CPUs): "
+    "`scripts/install-llama-cpp.sh`, or "
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
     "pip install --no-binary llama-cpp-python llama-cpp-python"
 )

@@ -31,8 +31,9 @@ envelope; with no tool to call, the whole reply is that JSON. In ``tool_mode="fr
 not enforced.
 
 Generation runs in a worker thread, one at a time per loaded model (llama.cpp contexts are not
-thread-safe). It checks a stop flag between tokens and between prompt batches, so cancelling the
-consuming task stops it within about a token, and the model lock is released right after.
+thread-safe). It checks a stop flag between tokens and during prompt evaluation, so cancelling
+the consuming task stops it within about a token (within a 256-token prompt batch on xllamacpp),
+and the model lock is released right after.
 Models load on first use, once per process (cached by path), never at import.
 """
 

@@ -51,7 +51,7 @@ def server(default_gguf: Path, backend: str, tmp_path_factory: pytest.TempPathFa
     if backend == "xllamacpp":
         yield from _xllamacpp_server(default_gguf)
         return
-    pytest.importorskip("uvicorn", reason="llama-cpp-python[server] is not installed")
+    pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] is not installed")
     port = _free_port()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf)]
     command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]
