@@ -115,20 +115,32 @@ async def test_streams_text_and_usage(server: str) -> None:
 
 
 class _ForceFirstTool(httpx.AsyncHTTPTransport):
-    """Adds ``tool_choice`` naming the first tool to a request whose last message is the user's."""
+    """Adds ``tool_choice`` naming the first tool to a request whose last message is the user's,
+    or ``"required"`` (``named=False``) for llama.cpp's server, which reads only the strings."""
+
+    def __init__(self, *, named: bool = True) -> None:
+        super().__init__()
+        self.named = named
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(await request.aread())
         if body.get("tools") and body["messages"][-1]["role"] == "user":
             name = body["tools"][0]["function"]["name"]
-            body["tool_choice"] = {"type": "function", "function": {"name": name}}
+            named = {"type": "function", "function": {"name": name}}
+            body["tool_choice"] = named if self.named else "required"
             headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
             request = httpx.Request(request.method, request.url, headers=headers, json=body)
         return await super().handle_async_request(request)
 
 
-async def test_tool_call_round_trip_through_the_agent(server: str) -> None:
-    async with httpx.AsyncClient(transport=_ForceFirstTool(), timeout=300) as client:
+async def test_tool_call_round_trip_through_the_agent(server: str, backend: str) -> None:
+    if backend == "xllamacpp":
+        # Measured on xllamacpp 2026.10.11549 with Qwen2.5-Coder-1.5B (use_jinja on, the GGUF's
+        # template renders tools): with tool_choice "required" or naming the tool, its server
+        # streamed the call as text in a ```json block, neither enforcing nor parsing a call.
+        pytest.skip("xllamacpp's server does not return this model's tool calls as tool_calls")
+    transport = _ForceFirstTool(named=backend == "llama_cpp")
+    async with httpx.AsyncClient(transport=transport, timeout=300) as client:
         provider = OpenAIProvider("default", base_url=server, endpoint="llamacpp", client=client, timeout=300)
         agent = Agent(model=provider, tools=[get_weather], max_turns=3, max_tokens=80, temperature=0.0)
         result = await agent.run("What's the weather in Paris?")
