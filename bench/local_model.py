@@ -239,7 +239,7 @@ async def main(
             model.temperature = decoding.temperature
         if lookup is not None:
             model.prompt_lookup = lookup
-        label = f"{decoding.label(model)}, lookup {model.prompt_lookup}"
+        label = f"{model.backend}, {decoding.label(model)}, lookup {model.prompt_lookup}"
         if bias is not None:
             model.tool_call_bias = bias
         # Another process on these 2 cores slows every number here: say how busy the CPU was.
@@ -284,6 +284,7 @@ async def main(
             "copy_tokens_per_s": round(copy_rate, 1),
             "copy_output_tokens": copy_tokens,
             "prompt_lookup": model.prompt_lookup,
+            "backend": model.backend,
             "eval_passed": passed,
             "eval_seconds": round(eval_s, 1),
             # 1-minute load average before and after the speed run, and after the eval.

@@ -1,6 +1,7 @@
 # Sourced by the scripts: make .venv (once) and install ipyagent into it with the given extras.
-# With the "local" extra, the portable llama-cpp-python build goes in first, so that pip keeps it
-# instead of compiling the default build, which crashes on some CPUs. Re-running is cheap.
+# The "local" extra brings the embedded model's runtime as a wheel (xllamacpp): nothing is
+# compiled. scripts/install-llama-cpp.sh is the opt-in way to the llama-cpp-python backend.
+# Re-running is cheap.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -11,9 +12,6 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
   quiet_pip "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 fi
-case ",$extras," in
-  *,local,*) bash scripts/install-llama-cpp.sh "$venv/bin/python" ;;
-esac
 quiet_pip "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[${extras}]"
 case "$venv" in /*) ;; *) venv="$root/$venv" ;; esac
 export PATH="$venv/bin:$PATH"

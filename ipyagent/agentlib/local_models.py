@@ -15,7 +15,9 @@ on stderr, checked against a pinned sha256 before first use, and written through
 file renamed into place, so an interrupted join never leaves a half file behind.
 
 This module owns the registry of known models and resolution; running a model is
-:mod:`ipyagent.agentlib.providers.local`'s job. Nothing here imports llama-cpp-python.
+:mod:`ipyagent.agentlib.providers.local`'s job, on one of two runtimes (*backends*) chosen by
+:func:`local_backend`: ``xllamacpp`` (llama.cpp's server as a wheel) or ``llama_cpp``
+(llama-cpp-python, built from source). Nothing here imports either.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from .atomic import atomic_bytes
 from .errors import UserError
+from .providers._local_backend import BACKENDS, local_backend
 
 if TYPE_CHECKING:
     from .model import Provider
@@ -41,6 +44,7 @@ __all__ = [
     "KnownModel",
     "cache_dir",
     "default_local_model",
+    "local_backend",
     "local_model_available",
     "local_provider",
     "prepare_known_model",
@@ -290,9 +294,10 @@ def default_local_model() -> str | None:
 
 
 def local_model_available() -> bool:
-    """Whether ``local/default`` can run here: llama-cpp-python is installed and a model is
-    configured or installed. Cheap (imports and loads nothing), for choosing a default model."""
-    if importlib.util.find_spec("llama_cpp") is None:
+    """Whether ``local/default`` can run here: xllamacpp or llama-cpp-python is installed and a
+    model is configured or installed. Cheap (imports and loads nothing), for choosing a default
+    model."""
+    if not any(importlib.util.find_spec(module) is not None for module in BACKENDS):
         return False
     configured = os.environ.get(ENV_MODEL, "").strip()
     if configured:
@@ -307,8 +312,10 @@ def local_provider(model_name: str, **options: object) -> Provider:
     The model itself loads on the first request. ``options`` go to
     :class:`~ipyagent.agentlib.providers.local.LocalModel` (``n_ctx``, ``tool_mode``, ...).
     """
-    from .providers.local import LocalModel, import_llama
+    from .providers.local import LocalModel
 
-    import_llama()  # fail now, with the install command, rather than at the first request
+    backend = options.pop("backend", None)
+    # Fail now, with the install command, rather than at the first request.
+    chosen = local_backend(backend if isinstance(backend, str) else None)
     path = resolve_local_model(model_name)
-    return LocalModel(path, name=model_name or "default", **options)  # type: ignore[arg-type]
+    return LocalModel(path, name=model_name or "default", backend=chosen, **options)  # type: ignore[arg-type]

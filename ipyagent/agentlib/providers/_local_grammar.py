@@ -3,8 +3,17 @@ turn offers.
 
 This module owns the constraints (:func:`tool_grammar`, :func:`answer_grammar`,
 :func:`typed_answer_grammar`, :func:`callable_tools`, and :func:`allowed_calls`, which maps a
-request's ``tool_choice`` onto them); llama.cpp applies them (:mod:`._local_llama`), and
-:mod:`._local_parse` reads what comes out. Which tools a request may call is the loop's decision
+request's ``tool_choice`` onto them); llama.cpp applies them (:mod:`._local_llama`,
+:mod:`._local_xllama`), and :mod:`._local_parse` reads what comes out.
+
+Grammars come in two dialects. ``"gbnf"``: llama.cpp's GBNF, the JSON-schema parts written by
+llama-cpp-python's Python converter (``llama_cpp.llama_grammar``). ``"lark"``: llguidance's
+Lark-like syntax (``%llguidance``), where each JSON schema is one ``%json {...}`` rule compiled by
+llguidance itself; xllamacpp's ``json_schema_to_grammar`` returns exactly that form (it has no
+GBNF output), so it is what the xllamacpp backend uses, and it needs no llama-cpp-python. Both
+describe the same language. The answer envelope's grammar has no schema and is GBNF for both.
+
+Which tools a request may call is the loop's decision
 (``request.tool_choice``, see :mod:`ipyagent.agentlib.tool_choice`); nothing here reads what the
 user wrote.
 """
@@ -18,8 +27,12 @@ from typing import Any, Literal
 
 from ..model import ModelRequest, ToolSpec
 
+Dialect = Literal["gbnf", "lark"]
+
 __all__ = [
+    "CALL_OPENER",
     "AfterResults",
+    "Dialect",
     "allowed_calls",
     "answer_grammar",
     "callable_tools",
@@ -89,9 +102,11 @@ def _schema_rules(schemas: dict[str, dict[str, Any]]) -> str:
     return rules
 
 
-def typed_answer_grammar(schema: dict[str, Any]) -> str:
-    """GBNF for a typed answer: one JSON document valid for ``schema`` (a request's
+def typed_answer_grammar(schema: dict[str, Any], dialect: Dialect = "gbnf") -> str:
+    """A grammar for a typed answer: one JSON document valid for ``schema`` (a request's
     ``output_schema``), and nothing else."""
+    if dialect == "lark":
+        return _LARK_HEAD + "start: " + _lark_json(schema) + "\n"
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     rules: str = json_schema_to_gbnf(json.dumps(schema))
@@ -99,7 +114,12 @@ def typed_answer_grammar(schema: dict[str, Any]) -> str:
 
 
 def tool_grammar(
-    tools: Sequence[ToolSpec], *, text: bool = True, answer: dict[str, Any] | None = None
+    tools: Sequence[ToolSpec],
+    *,
+    text: bool = True,
+    answer: dict[str, Any] | None = None,
+    dialect: Dialect = "gbnf",
+    opened: str | None = None,
 ) -> str:
     """GBNF for "call tools with valid arguments (in ``<tool_call>`` tags, or as a fenced JSON
     block) | answer in text". The model's own first tokens pick the branch; once it opens a
@@ -107,7 +127,12 @@ def tool_grammar(
     tools: text only. With ``text=False`` the reply must be calls in tags, as many as there are
     tools at most: told to call one tool, small models otherwise chain calls with made-up
     arguments (``describe_variable(name="sales_region_units_max")`` ...). With an ``answer``
-    schema (a typed answer), the reply that is not a call is JSON valid for it, not free text."""
+    schema (a typed answer), the reply that is not a call is JSON valid for it, not free text.
+
+    ``opened`` (``"lark"`` only, with tools and ``text``): the rest of the reply once its first
+    token wrote that much of :data:`CALL_OPENER` (see :mod:`._local_xllama`'s first-token nudge)."""
+    if dialect == "lark":
+        return _lark_tool_grammar(tools, text, answer, opened)
     if not tools:
         return typed_answer_grammar(answer) if answer is not None else "root ::= x-text\n" + _TEXT_RULES
     if answer is not None:
@@ -127,6 +152,84 @@ def tool_grammar(
         'x-fenced-call ::= "```json\\n" x-tool-call-json "\\n```"\n'
         + (_TEXT_RULES if answer is None else "")
         + calls
+    )
+
+
+#: How a call in tags opens; a reply whose first token is a prefix of it is a call.
+CALL_OPENER = "<tool_call>\n"
+
+_LARK_HEAD = "%llguidance {}\n"
+
+# _TEXT_RULES as one llguidance lexeme: a text reply may not open like a call ("<", "{", a
+# ```json fence); after that anything but NUL.
+_LARK_TEXT = (
+    r"/[^<{`\x00][^\x00]*|`([^`\x00][^\x00]*|`([^`\x00][^\x00]*|`([^j\n\x00][^\x00]*"
+    r"|j([^s\x00][^\x00]*|s([^o\x00][^\x00]*|o([^n\x00][^\x00]*)?)?)?)?)?)?/"
+)
+
+
+#: llguidance's JSON whitespace, as the GBNF converter's ``space`` rule: nothing, a space, or one
+#: or two newlines and up to 20 spaces or tabs. Its default (any whitespace, unbounded) let the
+#: tiny test model spend its whole budget on it; fixed separators (``", "``) are written by
+#: forcing bytes, which the tiny model's byte vocabulary cannot tokenize.
+_LARK_JSON_OPTIONS = {"whitespace_pattern": "( |\n{1,2}[ \t]{0,20})?"}
+
+
+def _closed(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on every object that does not say: the
+    GBNF converter allows no undeclared keys unless told to, llguidance follows JSON Schema and
+    allows any (a small model then invents keys)."""
+    if isinstance(schema, list):
+        return [_closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in ("properties", "$defs", "definitions", "patternProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _closed(sub) for name, sub in out[key].items()}
+    for key in ("items", "additionalProperties", "not", "if", "then", "else", "contains"):
+        if isinstance(out.get(key), dict):
+            out[key] = _closed(out[key])
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(out.get(key), list):
+            out[key] = _closed(out[key])
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def _lark_json(schema: dict[str, Any]) -> str:
+    # llguidance reads the schema as JSON on one line after %json.
+    options = {**_closed(schema), "x-guidance": _LARK_JSON_OPTIONS}
+    return "%json " + json.dumps(options, separators=(",", ":"))
+
+
+def _lark_tool_grammar(
+    tools: Sequence[ToolSpec], text: bool, answer: dict[str, Any] | None, opened: str | None
+) -> str:
+    if not tools:
+        return (
+            typed_answer_grammar(answer, "lark")
+            if answer is not None
+            else _LARK_HEAD + "start: TEXT\nTEXT: " + _LARK_TEXT + "\n"
+        )
+    other = "answer" if answer is not None else "TEXT"
+    if opened is not None:
+        rest = json.dumps(CALL_OPENER[len(opened) :]) if len(opened) < len(CALL_OPENER) else ""
+        start = f'start: {rest} call_json "\\n</tool_call>" ("\\n" tool_call)*'
+    elif text:
+        start = f"start: tool_calls | fenced_call | {other}"
+    else:
+        start = "start: tool_call" + ' ("\\n" tool_call)?' * (len(tools) - 1)
+    return (
+        _LARK_HEAD
+        + start
+        + "\n"
+        + 'tool_calls: tool_call ("\\n" tool_call)*\n'
+        + 'tool_call: "<tool_call>\\n" call_json "\\n</tool_call>"\n'
+        + 'fenced_call: "```json\\n" call_json "\\n```"\n'
+        + f"call_json: {_lark_json(tool_call_schema(tools))}\n"
+        + (f"answer: {_lark_json(answer)}\n" if answer is not None else f"TEXT: {_LARK_TEXT}\n")
     )
 
 

@@ -29,11 +29,24 @@ from typing import Any
 
 from ..errors import ProviderError, UserError
 
-__all__ = ["INSTALL_HINT", "Done", "Job", "Loaded", "import_llama", "load", "piece", "tokenize"]
+__all__ = [
+    "INSTALL_HINT",
+    "Done",
+    "Job",
+    "Loaded",
+    "chat_template",
+    "context_size",
+    "import_llama",
+    "load",
+    "piece",
+    "tokenize",
+    "tokenize_prompt",
+]
 
 INSTALL_HINT = (
-    "Install it with `pip install 'ipyagent[local]'` after building llama-cpp-python portably "
-    "(the default native build crashes on some CPUs): `scripts/install-llama-cpp.sh`, or "
+    "The default backend needs no build: `pip install 'ipyagent[local]'` installs xllamacpp. For "
+    "llama-cpp-python, build it portably (the default native build crashes on some CPUs): "
+    "`scripts/install-llama-cpp.sh`, or "
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
     "pip install --no-binary llama-cpp-python llama-cpp-python"
 )
@@ -380,3 +393,23 @@ def tokenize(llm: Any, prompt: str) -> list[int]:
     bos = piece(llm, llm.token_bos())
     add_bos = not (bos and prompt.startswith(bos))
     return list(llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True))
+
+
+def chat_template(loaded: Loaded) -> tuple[str | None, str, str]:
+    """The model's chat template (from its GGUF), and its BOS and EOS text."""
+    llm = loaded.llm
+    return (
+        llm.metadata.get("tokenizer.chat_template"),
+        piece(llm, llm.token_bos()),
+        piece(llm, llm.token_eos()),
+    )
+
+
+def context_size(loaded: Loaded) -> int:
+    """The model's context window in tokens, as loaded."""
+    return int(loaded.llm.n_ctx())
+
+
+def tokenize_prompt(loaded: Loaded, prompt: str) -> list[int]:
+    """:func:`tokenize` for a loaded model (the interface :mod:`._local_xllama` shares)."""
+    return tokenize(loaded.llm, prompt)

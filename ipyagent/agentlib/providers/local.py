@@ -1,4 +1,4 @@
-"""The embedded model: llama-cpp-python running a GGUF file inside this process.
+"""The embedded model: llama.cpp running a GGUF file inside this process.
 
 :class:`LocalModel` is a :class:`~ipyagent.agentlib.model.Provider` with no network and
 no key. What stands in for a wire format here is split by concern:
@@ -10,7 +10,11 @@ no key. What stands in for a wire format here is split by concern:
   offers (:func:`callable_tools`, :func:`allowed_calls`);
 - :mod:`._local_parse`: reading the reply — calls written as text (:class:`ToolTextParser`),
   envelopes, ``<think>`` tags;
-- :mod:`._local_llama`: loading the model and the generation loop.
+- :mod:`._local_xllama` and :mod:`._local_llama`: loading the model and generating, on one of
+  two runtimes (*backends*): xllamacpp, llama.cpp's server as a wheel (the default when
+  installed), or llama-cpp-python, built from source. Both offer the same few calls (``load``,
+  ``chat_template``, ``tokenize_prompt``, ``Job``); :func:`~._local_backend.local_backend`
+  picks one.
 
 This module puts them together for one request. Finding the GGUF file is
 :mod:`ipyagent.agentlib.local_models`'s job.
@@ -27,8 +31,9 @@ envelope; with no tool to call, the whole reply is that JSON. In ``tool_mode="fr
 not enforced.
 
 Generation runs in a worker thread, one at a time per loaded model (llama.cpp contexts are not
-thread-safe). It checks a stop flag between tokens and between prompt batches, so cancelling the
-consuming task stops it within about a token, and the model lock is released right after.
+thread-safe). It checks a stop flag between tokens and during prompt evaluation, so cancelling
+the consuming task stops it within about a token (within a 256-token prompt batch on xllamacpp),
+and the model lock is released right after.
 Models load on first use, once per process (cached by path), never at import.
 """
 
@@ -45,18 +50,21 @@ from ..errors import ContextOverflowError, ProviderError
 from ..messages import FinishReason
 from ..model import ModelRequest, ProviderEvent, ResponseEnd, ToolSpec, UsageReport
 from ..usage import Usage
+from ._local_backend import BACKEND_HINT, Backend, local_backend
 from ._local_grammar import (
     AfterResults,
+    Dialect,
     allowed_calls,
     answer_grammar,
     callable_tools,
     tool_call_schema,
     tool_grammar,
 )
-from ._local_llama import INSTALL_HINT, Done, Job, import_llama, piece, tokenize
-from ._local_llama import load as load_model
+from ._local_llama import Done, import_llama
 from ._local_parse import ParsedCall, ReplyReader, ToolTextParser
 from ._local_prompt import ANSWER_OPENER, render_prompt
+
+INSTALL_HINT = BACKEND_HINT
 
 __all__ = [
     "INSTALL_HINT",
@@ -66,6 +74,7 @@ __all__ = [
     "ToolMode",
     "ToolTextParser",
     "callable_tools",
+    "import_backend",
     "import_llama",
     "render_prompt",
     "tool_call_schema",
@@ -76,7 +85,7 @@ ToolMode = Literal["grammar", "free"]
 
 
 class LocalModel:
-    """A GGUF model run in-process by llama-cpp-python.
+    """A GGUF model run in-process by llama.cpp (through xllamacpp or llama-cpp-python).
 
     Args:
         path: The GGUF file.
@@ -102,7 +111,10 @@ class LocalModel:
         prompt_lookup: Prompt-lookup decoding: up to this many tokens that followed the last
             few tokens where they occur earlier in the context are evaluated with each new
             token as a guess, and kept while the model samples the same ones (see
-            :mod:`._local_llama`). 0 decodes token by token.
+            :mod:`._local_llama`). 0 decodes token by token. Not used on xllamacpp.
+        backend: ``"xllamacpp"`` or ``"llama_cpp"``; default: ``$IPYAGENT_LOCAL_BACKEND``, else
+            xllamacpp when installed, else llama-cpp-python (see
+            :func:`~._local_backend.local_backend`).
     """
 
     #: Temperature 0 decodes greedily: the same request gives the same reply. A recording
@@ -124,6 +136,7 @@ class LocalModel:
         after_results: AfterResults = "none",
         max_reply_tokens: int = 1024,
         prompt_lookup: int = 0,
+        backend: Backend | None = None,
     ) -> None:
         self.path = Path(path)
         self.name = name or self.path.stem
@@ -138,6 +151,7 @@ class LocalModel:
         # hold the cell for many minutes.
         self.max_reply_tokens = max_reply_tokens
         self.prompt_lookup = prompt_lookup
+        self.backend: Backend = local_backend(backend)
 
     @property
     def model_id(self) -> str:
@@ -149,21 +163,20 @@ class LocalModel:
 
     def load(self) -> Any:
         """Load the model now (it otherwise loads on the first request) and return the
-        ``llama_cpp.Llama``. Loading happens once per process and file."""
-        return load_model(self.path, self.n_ctx, self.n_threads).llm
+        backend's handle (``llama_cpp.Llama``, or ``xllamacpp.Server``). Loading happens once
+        per process and file."""
+        loaded = _impl(self.backend).load(self.path, self.n_ctx, self.n_threads)
+        return loaded.llm if self.backend == "llama_cpp" else loaded.server
 
     def __repr__(self) -> str:
         return f"LocalModel({self.model_id!r}, path={str(self.path)!r})"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        loaded = await asyncio.to_thread(load_model, self.path, self.n_ctx, self.n_threads)
-        llm = loaded.llm
-        prompt = render_prompt(
-            llm.metadata.get("tokenizer.chat_template"),
-            request,
-            bos=piece(llm, llm.token_bos()),
-            eos=piece(llm, llm.token_eos()),
-        )
+        impl = _impl(self.backend)
+        dialect: Dialect = "lark" if self.backend == "xllamacpp" else "gbnf"
+        loaded = await asyncio.to_thread(impl.load, self.path, self.n_ctx, self.n_threads)
+        template, bos, eos = impl.chat_template(loaded)
+        prompt = render_prompt(template, request, bos=bos, eos=eos)
         offered, text = allowed_calls(request, self.after_results)
         constrained = self.tool_mode == "grammar"
         grammar: str | None = None
@@ -175,13 +188,14 @@ class LocalModel:
             prompt += ANSWER_OPENER
             grammar = answer_grammar()
         elif constrained and (offered or answer is not None):
-            grammar = await asyncio.to_thread(_grammar, tuple(offered), text, answer)
-        tokens = tokenize(llm, prompt)
-        budget = self.n_ctx - len(tokens)
+            grammar = await asyncio.to_thread(_grammar, tuple(offered), text, answer, dialect)
+        tokens = await asyncio.to_thread(impl.tokenize_prompt, loaded, prompt)
+        window = min(self.n_ctx, impl.context_size(loaded))  # xllamacpp caps it at the model's
+        budget = window - len(tokens)
         if budget < 16:
             raise ContextOverflowError(
                 f"The conversation ({len(tokens):,} tokens) does not fit the local model's context "
-                f"window ({self.n_ctx:,} tokens).",
+                f"window ({window:,} tokens).",
                 hint="Compact the conversation (`/compact`) or start a new one, or use a larger n_ctx.",
             )
         max_tokens = min(budget, request.settings.max_tokens or self.max_reply_tokens)
@@ -189,7 +203,13 @@ class LocalModel:
         temperature = self.temperature if temperature is None else temperature
         lean = request.expects_tool_call and request.tool_choice == "auto" and bool(offered) and not envelope
         bias = self.tool_call_bias if lean else 0.0
-        job = Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias, self.prompt_lookup)
+        job = impl.Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias, self.prompt_lookup)
+        if bias and self.backend == "xllamacpp":
+            # The rest of a reply whose nudged first token opened a call (see _local_xllama).
+            rest = (offered, answer)
+            job.opened_grammar = lambda first: tool_grammar(
+                rest[0], answer=rest[1], dialect="lark", opened=first
+            )
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | Done | BaseException] = asyncio.Queue()
         thread = threading.Thread(
@@ -207,8 +227,8 @@ class LocalModel:
                 if isinstance(item, BaseException):
                     raise ProviderError(
                         f"The local model failed while generating: {item}",
-                        hint="Retry; if it keeps failing, the GGUF file or the llama-cpp-python build "
-                        "may be broken (see scripts/install-llama-cpp.sh).",
+                        hint="Retry; if it keeps failing, the GGUF file may be broken, or try the other "
+                        "backend (LocalModel(backend=...) or $IPYAGENT_LOCAL_BACKEND).",
                         code="local_generation_failed",
                     ) from item
                 if isinstance(item, str):
@@ -235,6 +255,34 @@ class LocalModel:
             job.stop.set()  # the worker sees it before its next token and lets go of the model
 
 
-def _grammar(tools: tuple[ToolSpec, ...], text: bool = True, answer: dict[str, Any] | None = None) -> str:
-    import_llama()  # tool_grammar needs llama_cpp's JSON-schema converter
-    return tool_grammar(tools, text=text, answer=answer)
+def _impl(backend: Backend) -> Any:
+    """The module that runs ``backend``."""
+    if backend == "xllamacpp":
+        from . import _local_xllama
+
+        return _local_xllama
+    from . import _local_llama
+
+    return _local_llama
+
+
+def import_backend(backend: str | None = None) -> Any:
+    """The chosen backend's module (``xllamacpp`` or ``llama_cpp``), or a :class:`UserError`
+    saying how to install one."""
+    chosen = local_backend(backend)
+    if chosen == "xllamacpp":
+        from ._local_xllama import import_xllamacpp
+
+        return import_xllamacpp()
+    return import_llama()
+
+
+def _grammar(
+    tools: tuple[ToolSpec, ...],
+    text: bool = True,
+    answer: dict[str, Any] | None = None,
+    dialect: Dialect = "gbnf",
+) -> str:
+    if dialect == "gbnf":
+        import_llama()  # the GBNF dialect needs llama_cpp's JSON-schema converter
+    return tool_grammar(tools, text=text, answer=answer, dialect=dialect)

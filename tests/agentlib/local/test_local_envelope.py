@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,19 +197,22 @@ async def test_the_loops_hint_leans_the_reply_toward_a_call(tiny_gguf: Path, exp
     assert isinstance(got[0], ToolCallChunk) is expected
 
 
-def test_the_call_only_grammar_compiles() -> None:
-    llama_cpp = pytest.importorskip("llama_cpp")
-    grammar = tool_grammar([WEATHER], text=False)
-    assert grammar.startswith("root ::= x-tool-call\n")  # one call, not a chain of them
-    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
-    two = tool_grammar([WEATHER, PYTHON], text=False)
-    assert two.startswith('root ::= x-tool-call ("\\n" x-tool-call)?\n')
-    llama_cpp.LlamaGrammar.from_string(two, verbose=False)
+def test_the_call_only_grammar_compiles(backend: str, check_grammar: Any) -> None:
+    dialect = "lark" if backend == "xllamacpp" else "gbnf"
+    grammar = tool_grammar([WEATHER], text=False, dialect=dialect)
+    two = tool_grammar([WEATHER, PYTHON], text=False, dialect=dialect)
+    if dialect == "gbnf":
+        assert grammar.startswith("root ::= x-tool-call\n")  # one call, not a chain of them
+        assert two.startswith('root ::= x-tool-call ("\\n" x-tool-call)?\n')
+    else:
+        assert "start: tool_call\n" in grammar
+        assert 'start: tool_call ("\\n" tool_call)?\n' in two
+    check_grammar(grammar)
+    check_grammar(two)
 
 
-def test_the_answer_grammar_compiles() -> None:
-    llama_cpp = pytest.importorskip("llama_cpp")
-    llama_cpp.LlamaGrammar.from_string(answer_grammar(), verbose=False)
+def test_the_answer_grammar_compiles(check_grammar: Any) -> None:
+    check_grammar(answer_grammar())  # GBNF on both backends
 
 
 async def test_after_tool_results_the_reply_is_text_only(tiny_gguf: Path) -> None:

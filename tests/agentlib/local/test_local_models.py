@@ -117,18 +117,60 @@ def test_nothing_installed_says_how_to_get_a_model(tmp_path: Path, monkeypatch: 
     assert "qwen2.5-coder-0.5b" in unknown.value.hint
 
 
-def test_availability_is_cheap_and_needs_llama_cpp(packages: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_availability_is_cheap_and_needs_a_backend(packages: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a)
-    )
+    backends = {"llama_cpp", "xllamacpp"}
+
+    def only(present: set[str]) -> None:
+        monkeypatch.setattr(
+            importlib.util,
+            "find_spec",
+            lambda name, *a: (object() if name in present else None) if name in backends else real(name, *a),
+        )
+
+    only(set())
     assert local_models.local_model_available() is False
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: object() if name == "llama_cpp" else real(name, *a)
-    )
-    assert local_models.local_model_available() is True
+    for present in ({"llama_cpp"}, {"xllamacpp"}, backends):
+        only(present)
+        assert local_models.local_model_available() is True
     assert not (local_models.cache_dir() / "fake-1b.gguf").exists()  # nothing joined
     monkeypatch.setenv("IPYAGENT_LOCAL_MODEL", os.fspath(packages / "missing.gguf"))
     assert local_models.local_model_available() is False
+
+
+def test_the_backend_is_xllamacpp_when_installed_else_llama_cpp_unless_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    present: set[str] = set()
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: (
+            (object() if name in present else None) if name in {"llama_cpp", "xllamacpp"} else real(name, *a)
+        ),
+    )
+    monkeypatch.delenv("IPYAGENT_LOCAL_BACKEND", raising=False)
+    with pytest.raises(UserError, match="neither is installed") as none:
+        local_models.local_backend()
+    assert "pip install 'ipyagent[local]'" in none.value.hint
+    present |= {"llama_cpp"}
+    assert local_models.local_backend() == "llama_cpp"
+    present |= {"xllamacpp"}
+    assert local_models.local_backend() == "xllamacpp"
+    assert local_models.local_backend("llama_cpp") == "llama_cpp"
+    monkeypatch.setenv("IPYAGENT_LOCAL_BACKEND", "llama_cpp")
+    assert local_models.local_backend() == "llama_cpp"
+    assert local_models.local_backend("xllamacpp") == "xllamacpp"  # the argument wins
+    monkeypatch.setenv("IPYAGENT_LOCAL_BACKEND", "vllm")
+    with pytest.raises(UserError, match="Unknown local model backend 'vllm'"):
+        local_models.local_backend()
+    monkeypatch.setenv("IPYAGENT_LOCAL_BACKEND", "xllamacpp")
+    present -= {"xllamacpp"}
+    with pytest.raises(UserError, match="xllamacpp is not installed") as missing:
+        local_models.local_backend()
+    assert "pip install 'ipyagent[local]'" in missing.value.hint

@@ -177,3 +177,12 @@ def test_missing_llama_cpp_says_how_to_install(monkeypatch: pytest.MonkeyPatch) 
         import_llama()
     assert "pip install 'ipyagent[local]'" in info.value.hint
     assert "-DGGML_NATIVE=OFF" in info.value.hint
+
+
+def test_missing_xllamacpp_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ipyagent.agentlib.providers._local_xllama import import_xllamacpp
+
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)
+    with pytest.raises(UserError) as info:
+        import_xllamacpp()
+    assert "pip install 'ipyagent[local]'" in info.value.hint

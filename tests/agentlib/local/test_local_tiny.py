@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,6 @@ from ipyagent.agentlib.model import (
     ToolSpec,
     UsageReport,
 )
-from ipyagent.agentlib.providers._local_llama import load
 from ipyagent.agentlib.providers.local import LocalModel, tool_grammar
 
 
@@ -76,7 +76,7 @@ async def test_the_shared_prompt_prefix_is_reused(tiny_gguf: Path) -> None:
     assert usage.cache_read_tokens > 10
 
 
-async def test_cancelling_stops_generation_and_frees_the_model(tiny_gguf: Path) -> None:
+async def test_cancelling_stops_generation_and_frees_the_model(tiny_gguf: Path, backend_impl: Any) -> None:
     model = LocalModel(tiny_gguf, n_ctx=2048)
     seen: list[str] = []
     streaming = asyncio.Event()
@@ -94,7 +94,7 @@ async def test_cancelling_stops_generation_and_frees_the_model(tiny_gguf: Path) 
     with pytest.raises(asyncio.CancelledError):
         await task
     cancelled_at = time.perf_counter()
-    loaded = load(tiny_gguf, 2048, None)
+    loaded = backend_impl.load(tiny_gguf, 2048, None)
     assert await asyncio.to_thread(loaded.lock.acquire, timeout=2.0)
     loaded.lock.release()
     assert time.perf_counter() - cancelled_at < 1.0
@@ -149,8 +149,7 @@ async def test_with_tools_the_reply_is_a_valid_call_or_text(tiny_gguf: Path) -> 
         assert not text.startswith("<")  # the grammar: a reply opening with "<" is a tool call
 
 
-def test_the_tool_grammar_compiles() -> None:
-    llama_cpp = pytest.importorskip("llama_cpp")
+def test_the_tool_grammar_compiles(backend: str, check_grammar: Any) -> None:
     tools = [
         ToolSpec(name="no_args", description="", parameters={"type": "object", "properties": {}}),
         ToolSpec(
@@ -164,17 +163,21 @@ def test_the_tool_grammar_compiles() -> None:
             },
         ),
     ]
-    llama_cpp.LlamaGrammar.from_string(tool_grammar(tools), verbose=False)
+    dialect = "lark" if backend == "xllamacpp" else "gbnf"
+    check_grammar(tool_grammar(tools, dialect=dialect))
+    if dialect == "lark":  # the rest of a reply whose nudged first token opened a call
+        for first in ("<", "<tool_call>", "<tool_call>\n"):
+            check_grammar(tool_grammar(tools, dialect=dialect, opened=first))
 
 
-async def test_a_long_run_of_whitespace_ends_the_reply(tiny_gguf: Path) -> None:
+async def test_a_long_run_of_whitespace_ends_the_reply(tiny_gguf: Path, backend_impl: Any) -> None:
     # A grammar that allows only newlines (and no end for a long while) stands in for a model
     # stuck writing them.
-    from ipyagent.agentlib.providers._local_llama import MAX_BLANK_RUN, Done, Job
+    from ipyagent.agentlib.providers._local_llama import MAX_BLANK_RUN, Done
 
-    loaded = load(tiny_gguf, 1024, None)
-    tokens = loaded.llm.tokenize(b"Hello", add_bos=True, special=True)
-    job = Job(loaded, tokens, 500, 1.0, 'root ::= "\\n"{1000}', 0, 0.0)
+    loaded = backend_impl.load(tiny_gguf, 1024, None)
+    tokens = backend_impl.tokenize_prompt(loaded, "Hello")
+    job = backend_impl.Job(loaded, tokens, 500, 1.0, 'root ::= "\\n"{1000}', 0, 0.0)
     queue: asyncio.Queue[object] = asyncio.Queue()
     await asyncio.to_thread(job.run, asyncio.get_running_loop(), queue)
     await asyncio.sleep(0)  # the worker's items are delivered through the loop
@@ -210,7 +213,13 @@ async def run_job(loaded: object, tokens: list[int], lookup: int) -> tuple[str, 
     return "".join(i for i in items if isinstance(i, str)), job
 
 
-async def test_prompt_lookup_gives_the_same_reply_and_keeps_only_sampled_tokens(tiny_gguf: Path) -> None:
+async def test_prompt_lookup_gives_the_same_reply_and_keeps_only_sampled_tokens(
+    tiny_gguf: Path, backend: str
+) -> None:
+    if backend != "llama_cpp":
+        pytest.skip("prompt-lookup drafts are llama_cpp's generation loop only")
+    from ipyagent.agentlib.providers._local_llama import load
+
     loaded = load(tiny_gguf, 1024, None)
     llm = loaded.llm
     # Greedy random weights fall into loops: the reply copies itself, and drafts guess right.

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-import pytest
 from pydantic import BaseModel
 
 from ipyagent import Agent
@@ -46,8 +45,8 @@ def request(*, tools: list[ToolSpec] | None = None) -> ModelRequest:
     )
 
 
-def test_the_typed_answer_grammars_compile_with_and_without_tools() -> None:
-    llama_cpp = pytest.importorskip("llama_cpp")
+def test_the_typed_answer_grammars_compile_with_and_without_tools(backend: str, check_grammar: Any) -> None:
+    dialect = "lark" if backend == "xllamacpp" else "gbnf"
     nested = output_spec(list[Batch])  # definitions ($defs) in the answer and in a tool
     assert nested is not None
     tool = ToolSpec(
@@ -60,14 +59,18 @@ def test_the_typed_answer_grammars_compile_with_and_without_tools() -> None:
         },
     )
     for grammar in (
-        typed_answer_grammar(nested.schema.json_schema),
-        tool_grammar([tool], answer=nested.schema.json_schema),
-        tool_grammar([tool, LOOKUP], answer=SPEC.schema.json_schema),
+        typed_answer_grammar(nested.schema.json_schema, dialect),
+        tool_grammar([tool], answer=nested.schema.json_schema, dialect=dialect),
+        tool_grammar([tool, LOOKUP], answer=SPEC.schema.json_schema, dialect=dialect),
     ):
-        llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
-    combined = tool_grammar([LOOKUP], answer=SPEC.schema.json_schema)
-    assert combined.startswith("root ::= x-tool-calls | x-fenced-call | x-answer\n")
-    assert "x-text" not in combined  # no free text: an answer is the schema's JSON
+        check_grammar(grammar)
+    combined = tool_grammar([LOOKUP], answer=SPEC.schema.json_schema, dialect=dialect)
+    if dialect == "gbnf":
+        assert combined.startswith("root ::= x-tool-calls | x-fenced-call | x-answer\n")
+        assert "x-text" not in combined  # no free text: an answer is the schema's JSON
+    else:
+        assert "start: tool_calls | fenced_call | answer\n" in combined
+        assert "TEXT" not in combined
 
 
 async def test_with_no_tools_the_reply_is_json_of_the_schema(tiny_gguf: Path) -> None:

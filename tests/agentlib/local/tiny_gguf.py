@@ -28,7 +28,8 @@ def write_tiny_gguf(path: Path, *, dim: int = 64, layers: int = 2, seed: int = 0
     ff = dim * 2
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_name("tiny-random")
-    writer.add_context_length(2048)
+    # xllamacpp caps a model's window at this: room for the recording test's conversation.
+    writer.add_context_length(8192)
     writer.add_embedding_length(dim)
     writer.add_block_count(layers)
     writer.add_feed_forward_length(ff)
