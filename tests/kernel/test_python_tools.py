@@ -129,6 +129,17 @@ def test_a_figure_comes_back_as_png_and_is_closed(shell: Any) -> None:
     assert any("image/png" in bundle for bundle in out.display), [sorted(b) for b in out.display]
 
 
+def test_an_empty_figure_is_closed_and_shows_nothing(shell: Any) -> None:
+    # IPython renders a figure with nothing drawn to no PNG; a None in the bundle made an
+    # invalid notebook output, and nbclient (nbconvert, papermill) stopped on it.
+    import matplotlib.pyplot as plt
+
+    out = execute(shell, "import matplotlib.pyplot as plt\nplt.figure()\nprint('made')")
+    assert plt.get_fignums() == []
+    assert all(value is not None for bundle in out.display or [] for value in bundle.values())
+    assert "made" in out.text
+
+
 def test_the_model_gets_a_figures_description_and_a_bounded_image(shell: Any) -> None:
     import base64
     import struct

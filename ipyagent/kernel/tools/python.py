@@ -202,6 +202,9 @@ def _new_figures(shell: Any, before: set[int]) -> list[tuple[dict[str, Any], str
             from IPython.core.pylabtools import print_figure
 
             png = print_figure(figure, "png", base64=True)  # type: ignore[no-untyped-call]
+            if png is None:  # nothing drawn: IPython renders an empty figure to no image
+                plt.close(figure)
+                continue  # (a None in a display bundle is an invalid notebook output)
             data = {**data, "image/png": png}
         figures.append((data, describe_figure(figure), figure_image(figure)))
         plt.close(figure)
