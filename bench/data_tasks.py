@@ -165,7 +165,7 @@ def ask(question: Question, *, model: str | None, context: str | None, timeout: 
             allow_errors=True,
             resources={"metadata": {"path": str(work)}},
         )
-        stuck = False
+        stuck, failure = False, ""
         try:
             started = time.perf_counter()
             with client.setup_kernel():
@@ -183,6 +183,9 @@ def ask(question: Question, *, model: str | None, context: str | None, timeout: 
                     client.execute_cell(nb.cells[2], 2)
                 except CellTimeoutError:
                     stuck = True
+                except Exception as exc:  # nbclient gave up on the cell (an invalid output, a dead
+                    # kernel): the question has no answer, the run goes on, and the error says why
+                    stuck, failure = True, f"{type(exc).__name__}: {str(exc)[:300]}"
                 finally:
                     deadline.cancel()
                 took = time.perf_counter() - started
@@ -202,7 +205,7 @@ def ask(question: Question, *, model: str | None, context: str | None, timeout: 
         raise SystemExit(
             f"The setup cells of {question.id} failed: {setup_errors}; pip install -e '.[bench-data]'"
         )
-    cell_error = _error(nb.cells[2])
+    cell_error = _error(nb.cells[2]) or failure
     if run is None and cell_error.startswith("UserError"):  # no key, no model: every question would fail
         raise SystemExit(f"%%agent failed before running: {cell_error}")
     return {
