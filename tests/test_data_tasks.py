@@ -15,11 +15,16 @@ pytest.importorskip("sklearn")
 pytest.importorskip("vega_datasets")
 pytest.importorskip("palmerpenguins")
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
-
-from _data_answers import Day, Name, Number, accepts, numbers_in
-from _data_questions import KINDS, LOADERS, QUESTIONS, expected_answer, setup_code
-from data_tasks import agent_cell, namespace_names, strays, verdict
+# bench/ is on the path only while its modules load: it holds bench/mcp.py, which would shadow
+# the mcp SDK for every test after this one in the same process.
+_BENCH = str(Path(__file__).parents[1] / "bench")
+sys.path.insert(0, _BENCH)
+try:
+    from _data_answers import Day, Name, Number, accepts, numbers_in
+    from _data_questions import KINDS, LOADERS, QUESTIONS, expected_answer, setup_code
+    from data_tasks import agent_cell, namespace_names, strays, verdict
+finally:
+    sys.path.remove(_BENCH)
 
 # vega_datasets calls read_json with an option pandas 3 deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from .atomic import atomic_bytes
 from .errors import UserError
-from .providers._local_backend import BACKENDS, local_backend
+from .providers.local_backend import BACKENDS, local_backend
 
 if TYPE_CHECKING:
     from .model import Provider

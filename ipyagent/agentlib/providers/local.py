@@ -13,7 +13,7 @@ no key. What stands in for a wire format here is split by concern:
 - :mod:`._local_xllama` and :mod:`._local_llama`: loading the model and generating, on one of
   two runtimes (*backends*): xllamacpp, llama.cpp's server as a wheel (the default when
   installed), or llama-cpp-python, built from source. Both offer the same few calls (``load``,
-  ``chat_template``, ``tokenize_prompt``, ``Job``); :func:`~._local_backend.local_backend`
+  ``chat_template``, ``tokenize_prompt``, ``Job``); :func:`~.local_backend.local_backend`
   picks one.
 
 This module puts them together for one request. Finding the GGUF file is
@@ -50,7 +50,6 @@ from ..errors import ContextOverflowError, ProviderError
 from ..messages import FinishReason
 from ..model import ModelRequest, ProviderEvent, ResponseEnd, ToolSpec, UsageReport
 from ..usage import Usage
-from ._local_backend import BACKEND_HINT, Backend, local_backend
 from ._local_grammar import (
     AfterResults,
     Dialect,
@@ -63,6 +62,7 @@ from ._local_grammar import (
 from ._local_llama import Done, import_llama
 from ._local_parse import ParsedCall, ReplyReader, ToolTextParser
 from ._local_prompt import ANSWER_OPENER, render_prompt
+from .local_backend import BACKEND_HINT, Backend, local_backend
 
 INSTALL_HINT = BACKEND_HINT
 
@@ -114,7 +114,7 @@ class LocalModel:
             :mod:`._local_llama`). 0 decodes token by token. Not used on xllamacpp.
         backend: ``"xllamacpp"`` or ``"llama_cpp"``; default: ``$IPYAGENT_LOCAL_BACKEND``, else
             xllamacpp when installed, else llama-cpp-python (see
-            :func:`~._local_backend.local_backend`).
+            :func:`~.local_backend.local_backend`).
     """
 
     #: Temperature 0 decodes greedily: the same request gives the same reply. A recording

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ipyagent.agentlib.providers._local_backend import BACKENDS, ENV_BACKEND
+from ipyagent.agentlib.providers.local_backend import BACKENDS, ENV_BACKEND
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
