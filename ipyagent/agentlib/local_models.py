@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MODELS",
+    "ENV_PROMPT_CACHE",
     "KNOWN_MODELS",
     "KnownModel",
     "cache_dir",
@@ -48,10 +49,12 @@ __all__ = [
     "local_model_available",
     "local_provider",
     "prepare_known_model",
+    "prompt_cache_dir",
     "resolve_local_model",
 ]
 
 ENV_MODEL = "IPYAGENT_LOCAL_MODEL"
+ENV_PROMPT_CACHE = "IPYAGENT_PROMPT_CACHE"
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,16 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser() / "models"
     base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
     return Path(base).expanduser() / "ipyagent" / "models"
+
+
+def prompt_cache_dir() -> Path | None:
+    """Where the local model keeps its prompt openings between processes (see
+    :mod:`~ipyagent.agentlib.providers._local_opening`): ``$IPYAGENT_PROMPT_CACHE`` when set
+    (``off`` or empty: nowhere), else ``prompts`` beside the models folder."""
+    explicit = os.environ.get(ENV_PROMPT_CACHE)
+    if explicit is not None:
+        return None if explicit.strip().lower() in ("", "off", "0", "no") else Path(explicit).expanduser()
+    return cache_dir().parent / "prompts"
 
 
 def _known(name: str) -> KnownModel | None:

@@ -15,7 +15,7 @@ from ..errors import ProviderError
 from ..messages import ImageBlock, Message, TextBlock, ToolCallBlock
 from ..model import ModelRequest, ToolSpec
 
-__all__ = ["ANSWER_OPENER", "render_prompt"]
+__all__ = ["ANSWER_OPENER", "render_opening", "render_prompt"]
 
 # The reply after successful tool results opens like this, written into the prompt: a JSON
 # answer leaves the model no way to call again. In bench/local_model.py, Qwen2.5-Coder-1.5B asked
@@ -102,6 +102,21 @@ def _args(call: ToolCallBlock) -> dict[str, Any] | str:
 def render_prompt(template: str | None, request: ModelRequest, *, bos: str = "", eos: str = "") -> str:
     """The prompt text for ``request``, rendered with a GGUF chat template (Jinja, as in
     Hugging Face ``apply_chat_template``), ending with the assistant's generation prompt."""
+    return _render(template, request, bos=bos, eos=eos, opening=False)
+
+
+def render_opening(template: str | None, request: ModelRequest, *, bos: str = "", eos: str = "") -> str:
+    """The opening every prompt of ``request``'s conversation shares: the system turn (system
+    prompt and tools) alone, without the conversation or the generation prompt. Empty when the
+    template renders the system turn differently once messages follow it."""
+    try:
+        text = _render(template, request, bos=bos, eos=eos, opening=True)
+    except ProviderError:
+        return ""  # a template that needs a user message: no opening to keep
+    return text if text and render_prompt(template, request, bos=bos, eos=eos).startswith(text) else ""
+
+
+def _render(template: str | None, request: ModelRequest, *, bos: str, eos: str, opening: bool) -> str:
     import jinja2.sandbox
 
     source = template or _CHATML
@@ -118,9 +133,12 @@ def render_prompt(template: str | None, request: ModelRequest, *, bos: str = "",
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: __import__("datetime").datetime.now().strftime(fmt)
+    messages = _hf_messages(request, native_tools=native_tools)
+    if opening:
+        messages = [m for m in messages[:1] if m["role"] == "system"]
     variables: dict[str, Any] = {
-        "messages": _hf_messages(request, native_tools=native_tools),
-        "add_generation_prompt": True,
+        "messages": messages,
+        "add_generation_prompt": not opening,
         "bos_token": bos,
         "eos_token": eos,
     }

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProviderError, UserError
+from . import _local_opening as opening
 from ._local_grammar import CALL_OPENER
 from ._local_llama import MAX_BLANK_RUN, Done
 
@@ -79,6 +80,12 @@ class Loaded:
     #: Prompt tokens evaluated (from the cache or computed) and the prompt's length, as last
     #: reported by the server: a job stopped mid-prompt leaves the first below the second.
     progress: tuple[int, int] = (0, 0)
+    #: The GGUF file (its size and date name the saved openings).
+    path: Path | None = None
+    #: Where the server saves and restores prompt openings (:mod:`._local_opening`), or None.
+    openings_dir: Path | None = None
+    #: The saved opening the slot's KV cache starts with now (its state name), if known.
+    slot_opening: str | None = None
 
 
 _cache: dict[tuple[str, int], Loaded] = {}
@@ -98,9 +105,10 @@ def import_xllamacpp() -> Any:
     return xllamacpp
 
 
-def load(path: Path, n_ctx: int, n_threads: int | None) -> Loaded:
+def load(path: Path, n_ctx: int, n_threads: int | None, openings_dir: Path | None = None) -> Loaded:
     """The server for the model in ``path`` with an ``n_ctx`` window, started on first use,
-    once per process."""
+    once per process. ``openings_dir``: where prompt openings are kept between processes (the
+    first load's choice holds for the process)."""
     import os
 
     key = (str(path.resolve()), n_ctx)
@@ -124,6 +132,12 @@ def load(path: Path, n_ctx: int, n_threads: int | None) -> Loaded:
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
             params.verbosity = -1
+            if openings_dir is not None:
+                try:
+                    openings_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    params.slot_save_path = f"{openings_dir}{os.sep}"  # the server joins by concatenation
+                except OSError:
+                    openings_dir = None  # a read-only cache folder: read the opening each time
             try:
                 server = xlc.Server(params)
             except Exception as exc:  # the binding's errors are plain RuntimeError/ValueError
@@ -144,6 +158,8 @@ def load(path: Path, n_ctx: int, n_threads: int | None) -> Loaded:
                 [],
                 int((props.get("default_generation_settings") or {}).get("n_ctx") or n_ctx),
                 client,
+                path=path,
+                openings_dir=openings_dir,
             )
             loaded.openers = sorted(
                 {
@@ -200,6 +216,9 @@ class Job:
     #: The grammar for the rest of a reply whose first token opened a call, given the text of
     #: that token; needed when ``call_bias`` is set.
     opened_grammar: Callable[[str], str] | None = None
+    #: How many of ``tokens`` are the prompt's opening (the system turn), kept on disk between
+    #: processes (:mod:`._local_opening`); 0: none.
+    opening: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
     enough: threading.Event = field(default_factory=threading.Event)
     generated: int = field(default=0, init=False)
@@ -222,6 +241,42 @@ class Job:
                 put(exc)
 
     def _generate(self, put: Callable[[Any], None]) -> Done:
+        read = self._open()
+        done = self._reply(put)
+        # The opening read just now was computed for this request: the reply's request found it
+        # in the cache, but it was not reused from an earlier one.
+        return Done(done.generated, max(0, done.reused - read), done.truncated)
+
+    def _open(self) -> int:
+        """Make the slot's cache start with the prompt's opening unless it does already: restore
+        it from disk, or read it alone and save it. The opening's tokens read here (0 when
+        restored or already there)."""
+        loaded, count = self.loaded, self.opening
+        if (
+            loaded.openings_dir is None
+            or loaded.path is None
+            or not opening.MIN_TOKENS <= count < len(self.tokens)
+        ):
+            loaded.slot_opening = None
+            return 0
+        head = self.tokens[:count]
+        name = opening.state_name(loaded.path, loaded.n_ctx, N_BATCH, head)
+        if loaded.slot_opening == name:
+            return 0  # the server's own prompt cache reuses it, and what follows it
+        loaded.slot_opening = None
+        if opening.restore(loaded.client, loaded.openings_dir, name):
+            loaded.slot_opening = name
+            return 0
+        self._complete(head, None, 0, lambda _: None)
+        read = count - self.reused
+        self.reused = 0
+        if self.stop.is_set() or self.enough.is_set():
+            return read  # stopped mid-opening: a partial state is not saved
+        loaded.slot_opening = name
+        opening.save(loaded.client, loaded.openings_dir, name)
+        return read
+
+    def _reply(self, put: Callable[[Any], None]) -> Done:
         tokens, grammar, budget = self.tokens, self.grammar, self.max_tokens
         if self.call_bias and self.opened_grammar is not None and self.loaded.openers:
             first, token, reused = self._first_token()

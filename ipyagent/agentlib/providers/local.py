@@ -61,7 +61,7 @@ from ._local_grammar import (
 )
 from ._local_llama import Done, import_llama
 from ._local_parse import ParsedCall, ReplyReader, ToolTextParser
-from ._local_prompt import ANSWER_OPENER, render_prompt
+from ._local_prompt import ANSWER_OPENER, render_opening, render_prompt
 from .local_backend import BACKEND_HINT, Backend, local_backend
 
 INSTALL_HINT = BACKEND_HINT
@@ -115,6 +115,10 @@ class LocalModel:
         backend: ``"xllamacpp"`` or ``"llama_cpp"``; default: ``$IPYAGENT_LOCAL_BACKEND``, else
             xllamacpp when installed, else llama-cpp-python (see
             :func:`~.local_backend.local_backend`).
+        prompt_cache: The folder where the KV state of the prompt's opening (system prompt and
+            tools) is kept between processes, so a new kernel does not read it again
+            (:mod:`._local_opening`; xllamacpp only); default:
+            :func:`~ipyagent.agentlib.local_models.prompt_cache_dir`; False: not kept.
     """
 
     #: Temperature 0 decodes greedily: the same request gives the same reply. A recording
@@ -137,6 +141,7 @@ class LocalModel:
         max_reply_tokens: int = 1024,
         prompt_lookup: int = 0,
         backend: Backend | None = None,
+        prompt_cache: bool | str | os.PathLike[str] = True,
     ) -> None:
         self.path = Path(path)
         self.name = name or self.path.stem
@@ -152,6 +157,13 @@ class LocalModel:
         self.max_reply_tokens = max_reply_tokens
         self.prompt_lookup = prompt_lookup
         self.backend: Backend = local_backend(backend)
+        if isinstance(prompt_cache, bool):
+            from ..local_models import prompt_cache_dir
+
+            self.prompt_cache: Path | None = prompt_cache_dir() if prompt_cache else None
+        else:
+            self.prompt_cache = Path(prompt_cache)
+        self._head: tuple[str, list[int]] = ("", [])  # the last opening and its tokens
 
     @property
     def model_id(self) -> str:
@@ -165,16 +177,41 @@ class LocalModel:
         """Load the model now (it otherwise loads on the first request) and return the
         backend's handle (``llama_cpp.Llama``, or ``xllamacpp.Server``). Loading happens once
         per process and file."""
-        loaded = _impl(self.backend).load(self.path, self.n_ctx, self.n_threads)
+        loaded = self._load(_impl(self.backend))
         return loaded.llm if self.backend == "llama_cpp" else loaded.server
 
     def __repr__(self) -> str:
         return f"LocalModel({self.model_id!r}, path={str(self.path)!r})"
 
+    def _load(self, impl: Any) -> Any:
+        if self.backend == "xllamacpp":
+            return impl.load(self.path, self.n_ctx, self.n_threads, self.prompt_cache)
+        return impl.load(self.path, self.n_ctx, self.n_threads)
+
+    def _opening(
+        self,
+        impl: Any,
+        loaded: Any,
+        template: str | None,
+        request: ModelRequest,
+        tokens: list[int],
+        bos: str,
+        eos: str,
+    ) -> int:
+        """How many of ``tokens`` are the opening a new process can restore (0: none)."""
+        if self.backend != "xllamacpp" or loaded.openings_dir is None or not request.system:
+            return 0
+        text = render_opening(template, request, bos=bos, eos=eos)
+        if not text:
+            return 0
+        if self._head[0] != text:
+            self._head = (text, impl.tokenize_prompt(loaded, text))
+        return _opening_length(tokens, self._head[1])
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         impl = _impl(self.backend)
         dialect: Dialect = "lark" if self.backend == "xllamacpp" else "gbnf"
-        loaded = await asyncio.to_thread(impl.load, self.path, self.n_ctx, self.n_threads)
+        loaded = await asyncio.to_thread(self._load, impl)
         template, bos, eos = impl.chat_template(loaded)
         prompt = render_prompt(template, request, bos=bos, eos=eos)
         offered, text = allowed_calls(request, self.after_results)
@@ -190,6 +227,7 @@ class LocalModel:
         elif constrained and (offered or answer is not None):
             grammar = await asyncio.to_thread(_grammar, tuple(offered), text, answer, dialect)
         tokens = await asyncio.to_thread(impl.tokenize_prompt, loaded, prompt)
+        opening = await asyncio.to_thread(self._opening, impl, loaded, template, request, tokens, bos, eos)
         window = min(self.n_ctx, impl.context_size(loaded))  # xllamacpp caps it at the model's
         budget = window - len(tokens)
         if budget < 16:
@@ -204,6 +242,7 @@ class LocalModel:
         lean = request.expects_tool_call and request.tool_choice == "auto" and bool(offered) and not envelope
         bias = self.tool_call_bias if lean else 0.0
         job = impl.Job(loaded, tokens, max_tokens, temperature, grammar, self.seed, bias, self.prompt_lookup)
+        job.opening = opening
         if bias and self.backend == "xllamacpp":
             # The rest of a reply whose nudged first token opened a call (see _local_xllama).
             rest = (offered, answer)
@@ -253,6 +292,12 @@ class LocalModel:
                 return
         finally:
             job.stop.set()  # the worker sees it before its next token and lets go of the model
+
+
+def _opening_length(tokens: list[int], head: list[int]) -> int:
+    """How many of ``tokens`` the opening ``head`` is: 0 when the tokens do not start with it
+    (a tokenizer that merges across the end of the system turn)."""
+    return len(head) if head and tokens[: len(head)] == head else 0
 
 
 def _impl(backend: Backend) -> Any:
