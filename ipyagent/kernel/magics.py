@@ -241,6 +241,9 @@ class AgentMagics(Magics):
         inside = self.state.cells.inside_cell(raw_cell)
         with pump_comm_messages(self.shell) as poll, inside:
             attachments = self._context(agent, args.context, cell_id=cell_id, auto=context, prompt=prompt)
+            from .mentions import compute_first
+
+            first = None if output_type else compute_first(attachments, [t.name for t in agent.tools])
             renderer = self._renderer(agent, args.quiet, poll)
             return run_blocking(
                 agent,
@@ -251,22 +254,14 @@ class AgentMagics(Magics):
                 poll=poll,
                 attachments=attachments,
                 output_type=output_type,
+                tool_choice=first,
             )
 
     def _output_type(self, name: str | None) -> Any:
         """The type ``--output-type`` names, evaluated in the user's namespace (None: text)."""
-        if not name:
-            return None
-        namespace = self.shell.user_ns if self.shell is not None else {}
-        try:
-            return eval(name, namespace)  # the user's own expression, in the user's own namespace
-        except Exception as exc:
-            raise _user_error(
-                f"--output-type {name}: {type(exc).__name__}: {exc}",
-                "Name a type defined in the notebook (class Ticket(BaseModel): ...), or a type such as "
-                "int, list[Ticket] or Literal['a', 'b'] (imported from typing).",
-                "invalid_output_type",
-            ) from None
+        from .interpolate import evaluate_type
+
+        return evaluate_type(name, self.shell.user_ns if self.shell is not None else {})
 
     def _configure(self, agent: Agent, args: Any, *, cell_id: str | None = None) -> None:
         """Settle the run's model, permissions and tools; ``cell_id``: the notebook cell the run

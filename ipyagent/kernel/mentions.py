@@ -9,20 +9,25 @@ or a dot: "@sales" attaches ``sales``; "user@example.com", "@decorator" of an un
 A prompt to the embedded model attaches plainly named data too ("In df, what is …"): a small
 model given the frame's columns and first rows computes on them; without them it guessed a
 file to read. Only names whose value is data count, so "print" or "pd" never attach.
+
+Such a prompt is a question about the data, and the embedded model answers it by running code
+first (:func:`compute_first`): given the frame's one-line summary, Qwen2.5-Coder-1.5B otherwise
+answered from the summary itself — the whole frame's row count for "how many penguins live on
+Biscoe" — in most of the data questions of ``bench/data_tasks.py``.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Container, Mapping
+from collections.abc import Collection, Container, Mapping, Sequence
 from typing import Any
 
 from ..agentlib.messages import TextBlock
 from .context import shape_of
 from .tools.python import cap, describe
 
-__all__ = ["MAX_MENTIONS", "mentioned_variables"]
+__all__ = ["MAX_MENTIONS", "compute_first", "mentioned_variables"]
 
 MAX_MENTIONS = 8
 #: Columns a plain name's line lists.
@@ -55,6 +60,16 @@ def mentioned_variables(
         text = f'<variable name="{name}">\n{summary}\n</variable>'
         blocks.append(TextBlock(text=text, attached=label))
     return blocks
+
+
+def compute_first(attachments: Sequence[object], tools: Collection[str]) -> tuple[str, ...] | None:
+    """The tool choice of a prompt whose attachments include plainly named data (only a prompt to
+    the embedded model has them, see :func:`mentioned_variables`): its first request must call
+    ``run_python``; the loop lets the model answer once a tool has run. None: the usual choice."""
+    # A plain name's block is labelled with the name itself; a mention's with "@name", and the
+    # notebook context's with words.
+    bare = any(isinstance(b, TextBlock) and (b.attached or "").isidentifier() for b in attachments)
+    return ("run_python",) if bare and "run_python" in tools else None
 
 
 def _line(name: str, value: Any) -> str:

@@ -162,13 +162,15 @@ def run_blocking(
     poll: Callable[[], None] | None = None,
     attachments: Sequence[Any] = (),
     output_type: Any = None,
+    tool_choice: tuple[str, ...] | None = None,
 ) -> tuple[RunResult | None, bool]:
     """Run ``agent`` on ``prompt`` and wait for it on this (the main) thread.
 
     Returns ``(result, interrupted)``; ``result`` is None only when the run could not wind down
     within :data:`CANCEL_GRACE` seconds of an interrupt. ``poll`` is called while waiting, for
     front ends whose widget messages must be pumped by hand. ``output_type`` asks for a typed
-    answer (``result.output``, see ``Agent.run``).
+    answer (``result.output``, see ``Agent.run``); ``tool_choice`` replaces the agent's for
+    this run.
     """
     inbox: queue.Queue[Any] = queue.Queue()
     subscription = agent.on("*", inbox.put)
@@ -176,7 +178,8 @@ def run_blocking(
     deadline: float | None = None
     try:
         with main.serving(inbox):
-            future = loop.submit(agent.run(prompt, attachments=attachments, output_type=output_type))
+            run = agent.run(prompt, attachments=attachments, output_type=output_type, tool_choice=tool_choice)
+            future = loop.submit(run)
             future.add_done_callback(lambda _: inbox.put(_DONE))
             while True:
                 try:

@@ -2,9 +2,37 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
-from ipyagent.kernel.mentions import MAX_MENTIONS, mentioned_variables
+import pandas as pd
+import pytest
+
+from ipyagent.kernel.mentions import MAX_MENTIONS, compute_first, mentioned_variables
+from ipyagent.testing import ScriptedModel, tool_call
+
+
+@pytest.fixture
+def ipython_shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An IPython shell in this process with ipyagent loaded; names a test adds are removed."""
+    from IPython.testing.globalipapp import get_ipython
+
+    from ipyagent.kernel.extension import _STATES
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    shell = get_ipython()
+    names = set(shell.user_ns)
+    shell.extension_manager.load_extension("ipyagent")
+    loop = _STATES[id(shell)].loop.loop
+    yield shell
+    shell.extension_manager.unload_extension("ipyagent")
+    deadline = time.monotonic() + 5  # the kernel's loop stops on unload, in its own thread
+    while loop.is_running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for name in set(shell.user_ns) - names:
+        del shell.user_ns[name]
 
 
 def test_a_mention_attaches_the_variables_summary_once() -> None:
@@ -54,3 +82,36 @@ def test_a_name_both_mentioned_and_written_plainly_is_attached_once_as_a_mention
     namespace = {"df": pd.DataFrame({"a": [1]}), "other": [1, 2]}
     blocks = mentioned_variables("Compare df with @other and @df; df.a too", namespace, bare=True)
     assert [b.attached for b in blocks] == ["@other", "@df"]
+
+
+def test_a_prompt_naming_data_plainly_must_compute_first_when_run_python_is_offered() -> None:
+    namespace = {"df": pd.DataFrame({"a": [1]})}
+    plain = mentioned_variables("How many rows has df?", namespace, bare=True)
+    mentioned = mentioned_variables("How many rows has @df?", namespace, bare=True)
+    assert compute_first(plain, ["run_python", "describe_variable"]) == ("run_python",)
+    assert compute_first(plain, ["describe_variable"]) is None  # nothing to compute with
+    assert compute_first(mentioned, ["run_python"]) is None  # @df attaches for every model
+    assert compute_first([], ["run_python"]) is None
+
+
+@pytest.mark.parametrize(
+    ("model_id", "prompt", "choice"),
+    [
+        ("local/scripted", "In df, how many rows have a above 1?", ("run_python",)),
+        ("local/scripted", "What is a Jupyter kernel?", "auto"),
+        ("scripted/script", "In df, how many rows have a above 1?", "auto"),  # a larger model decides
+    ],
+)
+def test_the_embedded_model_computes_a_data_question_before_it_answers(
+    ipython_shell: Any, tmp_path: Path, model_id: str, prompt: str, choice: object
+) -> None:
+    shell = ipython_shell
+    shell.user_ns["df"] = pd.DataFrame({"a": [1, 2, 3]})
+    model = ScriptedModel(
+        [tool_call("run_python", {"code": "(df.a > 1).sum()"}), "2 rows."], model_id=model_id
+    )
+    shell.user_ns["small_model"] = model
+    shell.magics_manager.registry["AgentMagics"].session_dir = str(tmp_path)
+    shell.run_cell_magic("agent", "-y -m small_model --tools python", prompt)
+    assert model.requests[0].tool_choice == choice
+    assert [r.tool_choice for r in model.requests[1:]] == ["auto"]  # then it answers from the result
