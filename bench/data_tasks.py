@@ -38,6 +38,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import sys
@@ -137,8 +138,12 @@ def agent_cell(question: Question, model: str | None, context: str | None) -> st
     return f"%%agent {' '.join(flags)} -o _bench_run\n{question.text}"
 
 
-def ask(question: Question, *, model: str | None, context: str | None, timeout: int) -> dict[str, Any]:
-    """Run one question in a fresh kernel: what the run did, and the seconds it took."""
+def ask(
+    question: Question, *, model: str | None, context: str | None, timeout: int, workspace: Path, cold: bool
+) -> dict[str, Any]:
+    """Run one question in a fresh kernel started in ``workspace`` (a user's project folder: the
+    same for every question): what the run did, and the seconds it took. ``cold``: the local
+    model keeps no prompt opening between kernels (as before it could)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError
@@ -158,12 +163,14 @@ def ask(question: Question, *, model: str | None, context: str | None, timeout: 
         # A user's notebook: no headless run, no recording, the model the bench was told.
         for key in ("IPYAGENT_HEADLESS", "JPY_SESSION_NAME", "IPYAGENT_REPLAY"):
             os.environ.pop(key, None)
+        if cold:
+            os.environ["IPYAGENT_PROMPT_CACHE"] = "off"
         client = NotebookClient(
             nb,
             timeout=300,
             kernel_name="bench",
             allow_errors=True,
-            resources={"metadata": {"path": str(work)}},
+            resources={"metadata": {"path": str(workspace)}},
         )
         stuck, failure = False, ""
         try:
@@ -351,12 +358,26 @@ COLUMNS = [
 ]
 
 
+def first_of_each_kind(questions: list[Question], count: int) -> list[Question]:
+    """The first ``count`` questions of each kind: a cheaper run that still covers every kind."""
+    seen: Counter[str] = Counter()
+    kept = []
+    for question in questions:
+        seen[question.kind] += 1
+        if seen[question.kind] <= count:
+            kept.append(question)
+    return kept
+
+
 def main(args: argparse.Namespace) -> None:
     wanted = set(args.kinds.split(",")) if args.kinds else set(KINDS)
     unknown = wanted - set(KINDS)
     if unknown:
         raise SystemExit(f"Unknown kinds {sorted(unknown)}; the kinds are {', '.join(KINDS)}.")
-    questions = [q for q in QUESTIONS if q.kind in wanted][: args.limit]
+    questions = [q for q in QUESTIONS if q.kind in wanted]
+    if args.per_kind:
+        questions = first_of_each_kind(questions, args.per_kind)
+    questions = questions[: args.limit]
     if args.model:
         model = args.model
     else:
@@ -367,20 +388,31 @@ def main(args: argparse.Namespace) -> None:
             from ipyagent.agentlib.local_models import default_local_model
 
             model = f"local/{default_local_model()}"
-    label = model + (f" --context {args.context}" if args.context else "")
+    label = model + (f" --context {args.context}" if args.context else "") + (" --cold" if args.cold else "")
     records = []
     loads = [os.getloadavg()[0]]
-    for number, question in enumerate(questions, 1):
-        before = os.getloadavg()[0]
-        asked = ask(question, model=args.model, context=args.context, timeout=args.timeout)
-        asked["cpu_load"] = [round(before, 2), round(os.getloadavg()[0], 2)]
-        entry = record(question, asked, label)
-        records.append(entry)
-        print(
-            f"[{number}/{len(questions)}] {entry['verdict']:9} {entry['seconds']:6.1f}s {question.id:14} "
-            f"expected {entry['expected']!r}; answered {entry['answer'][:100]!r}",
-            flush=True,
-        )
+    workspace = Path(tempfile.mkdtemp(prefix="ipyagent-data-tasks-"))
+    try:
+        for number, question in enumerate(questions, 1):
+            before = os.getloadavg()[0]
+            asked = ask(
+                question,
+                model=args.model,
+                context=args.context,
+                timeout=args.timeout,
+                workspace=workspace,
+                cold=args.cold,
+            )
+            asked["cpu_load"] = [round(before, 2), round(os.getloadavg()[0], 2)]
+            entry = record(question, asked, label)
+            records.append(entry)
+            print(
+                f"[{number}/{len(questions)}] {entry['verdict']:9} {entry['seconds']:6.1f}s {question.id:14} "
+                f"expected {entry['expected']!r}; answered {entry['answer'][:100]!r}",
+                flush=True,
+            )
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
     loads.append(os.getloadavg()[0])
     this_run = {
         "questions": len(questions),
@@ -443,6 +475,7 @@ if __name__ == "__main__":
         "--model", default=None, help="model id, e.g. local/qwen2.5-coder-0.5b or openai/gpt-4.1"
     )
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N questions")
+    parser.add_argument("--per-kind", type=int, default=None, help="ask only the first N of each kind")
     parser.add_argument("--kinds", default=None, help=f"comma-separated, of: {','.join(KINDS)}")
     parser.add_argument("--timeout", type=int, default=300, help="seconds a question may take")
     parser.add_argument(
@@ -451,6 +484,11 @@ if __name__ == "__main__":
         help="passed to the magic's --context: cell,outline,variables,error,all,none",
     )
     parser.add_argument("--fresh", action="store_true", help="drop other models' results from the JSON")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="each kernel reads the local model's whole prompt (no opening kept between kernels)",
+    )
     parser.add_argument(
         "--rescore", action="store_true", help="check the answers in the JSON again; run no model"
     )
