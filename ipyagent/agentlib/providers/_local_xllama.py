@@ -269,7 +269,7 @@ class Job:
             return 0
         self._complete(head, None, 0, lambda _: None)
         read = count - self.reused
-        self.reused = 0
+        self.reused = self.generated = 0  # the reply's request counts its own
         if self.stop.is_set() or self.enough.is_set():
             return read  # stopped mid-opening: a partial state is not saved
         loaded.slot_opening = name

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ipyagent.agentlib.local_models import ENV_PROMPT_CACHE
+
 # Two requests, the second reusing the first's KV cache, as a notebook's cells do. The model's
 # default temperature (0.2, no seed) is left as it is: the recording is what makes it greedy.
 RECORD = """
@@ -28,8 +30,10 @@ asyncio.run(main(*sys.argv[1:]))
 
 def record(gguf: Path, cassette: Path) -> bytes:
     # A new process per recording: a model loaded once and reused would start the second
-    # recording with the first one's KV cache, which no new kernel has.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # recording with the first one's KV cache, which no new kernel has. No prompt opening kept
+    # on disk either: the first recording would read it and the second restore it, and their
+    # usage would differ (their text does not: see test_local_opening.py).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), ENV_PROMPT_CACHE: "off"}
     done = subprocess.run(
         [sys.executable, "-c", RECORD, str(gguf), str(cassette)],
         env=env,
@@ -69,7 +73,11 @@ def test_recording_the_same_notebook_twice_gives_the_same_cassette_and_outputs(
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     notebook = tmp_path / "chat.ipynb"
     env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME", "IPYAGENT_REPLAY")}
-    env |= {"IPYAGENT_LOCAL_MODEL": str(tiny_gguf), "PYTHONPATH": os.pathsep.join(sys.path)}
+    env |= {
+        "IPYAGENT_LOCAL_MODEL": str(tiny_gguf),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        ENV_PROMPT_CACHE: "off",
+    }
     saved = []
     # Recorded twice where it lives: the model sees the workspace's path and today's date, so
     # the same prompt means the same folder on the same day.
