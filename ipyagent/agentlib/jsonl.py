@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from .clip import clip
 from .errors import UserError
 
 __all__ = [
@@ -231,5 +232,4 @@ def _brief(exc: BaseException) -> str:
         return f"not JSON ({exc.msg} at column {exc.colno})"
     if isinstance(exc, KeyError):
         return f"no {exc} field"
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text if len(text) <= 160 else text[:159] + "…"
+    return clip(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 160)

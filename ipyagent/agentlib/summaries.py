@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write
+from .clip import clip
 from .compaction import ask_for_text, fallback_summary, render_transcript
 from .errors import AgentError, ErrorInfo
 from .events import RunWarning
@@ -244,7 +245,7 @@ class Summaries(Plugin):
 
     def _clip(self, text: str) -> str:
         text = redact_text(" ".join(text.split()))
-        return text if len(text) <= self.max_chars else text[: self.max_chars - 1] + "…"
+        return clip(text, self.max_chars)
 
     async def _ask(self, result: RunResult, run: PluginRun) -> tuple[str, Usage, ErrorInfo | None]:
         """The model's answer ("" when it failed), the usage it cost, and the failure if any."""
