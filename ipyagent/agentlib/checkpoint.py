@@ -31,16 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .jsonl import (
-    UNREADABLE,
-    Policy,
-    append_line,
-    json_line,
-    open_for_append,
-    read_lines,
-    split_lines,
-    torn_note,
-)
+from .jsonl import UNREADABLE, Policy, append_line, damaged_line, json_line, open_for_append, read_lines
 
 __all__ = ["Checkpoint", "CheckpointRecord", "MapCheckpointWarning", "damaged", "open_checkpoint"]
 
@@ -171,7 +162,8 @@ def open_checkpoint(path: Path, fingerprint: str, *, fsync: bool = True) -> Chec
 def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
     """The records of ``path`` if it is this call's (empty when it does not exist yet), else None."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:  # the lines as they are: the header and records read below
+            read = read_lines(handle, path, lambda line, number: (number, line), POLICY)
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -180,21 +172,24 @@ def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
             hint="Pass another checkpoint=PATH, or checkpoint=False to run without one.",
             code="checkpoint_unreadable",
         ) from exc
-    split = split_lines(raw)
-    if not split.lines:  # empty, or only a header torn as it was first written: nothing finished
-        if split.torn:
-            warnings.warn(torn_note(path, split.torn, POLICY), MapCheckpointWarning, stacklevel=4)
-        return {}
-    first, line = split.lines[0]
-    header = _header(line) if first == 1 else None
-    if header is None:
-        raise _damaged_header(path, fingerprint, len(split.lines) - int(first == 1))
-    if header["call"] != fingerprint:
-        return None
-    body = split.lines[1:]
+    lines: list[tuple[int, bytes]] = read.records
+    if lines:  # else empty, or only a header torn as it was first written: nothing finished
+        first, line = lines[0]
+        header = _header(line) if first == 1 else None
+        if header is None:
+            raise _damaged_header(path, fingerprint, len(lines) - int(first == 1))
+        if header["call"] != fingerprint:
+            return None
+    records = _records(lines[1:], path)
+    for note in read.notes:  # a torn last line: a damaged one raised
+        warnings.warn(note, MapCheckpointWarning, stacklevel=4)
+    return records
+
+
+def _records(lines: list[tuple[int, bytes]], path: Path) -> dict[int, CheckpointRecord]:
     try:  # one parse for the whole file: resuming a long map is then quick
-        parsed = json.loads(b"[" + b",".join(line for _, line in body) + b"]")
-        records = {
+        parsed = json.loads(b"[" + b",".join(line for _, line in lines) + b"]")
+        return {
             int(d["i"]): CheckpointRecord(
                 int(d["i"]),
                 str(d["key"]),
@@ -204,18 +199,21 @@ def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
                 d.get("usage") or {},
                 n,
             )
-            for d, (n, _) in zip(parsed, body, strict=True)
+            for d, (n, _) in zip(parsed, lines, strict=True)
         }
     except UNREADABLE:  # a damaged line: read line by line, to say which
-        records = {r.index: r for r in read_lines(raw, path, _record, POLICY).records}
-    if split.torn:
-        warnings.warn(torn_note(path, split.torn, POLICY), MapCheckpointWarning, stacklevel=4)
+        pass
+    records: dict[int, CheckpointRecord] = {}
+    for number, line in lines:
+        try:
+            record = _record(line, number)
+        except UNREADABLE as exc:
+            raise damaged_line(path, number, exc, POLICY) from exc
+        records[record.index] = record
     return records
 
 
-def _record(line: bytes, number: int) -> CheckpointRecord | None:
-    if number == 1:  # the header, read already
-        return None
+def _record(line: bytes, number: int) -> CheckpointRecord:
     data = json.loads(line)
     return CheckpointRecord(
         index=int(data["i"]),

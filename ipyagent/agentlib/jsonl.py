@@ -8,8 +8,8 @@ a writer appends to a file it did not just create, :func:`settle_tail` cuts such
 last line that only lacks its newline gets it), so a new record never lands glued onto a torn one.
 Replacing a whole file is :mod:`.atomic`'s.
 
-:func:`read_lines` splits a file into its lines and hands each whole line to the caller's parser.
-What happens to a line that cannot be read is the caller's stated :class:`Policy`, one of two:
+:func:`read_lines` reads a file line by line and hands each whole line to the caller's parser.
+What happens to a line that cannot be read is the caller's stated :class:`Policy`:
 
 - a torn last line is always skipped and said in a note (it held no committed record);
 - a *damaged* line — any other line that is not JSON, or that the parser rejects (valid JSON of
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -42,8 +42,6 @@ __all__ = [
     "open_for_append",
     "read_lines",
     "settle_tail",
-    "split_lines",
-    "torn_note",
 ]
 
 T = TypeVar("T")
@@ -135,29 +133,6 @@ def _whole(tail: bytes) -> bool:
 
 
 @dataclass(frozen=True)
-class Split:
-    """A file's bytes as lines: the whole ones (numbered from 1, blank ones left out), the torn
-    last line (``b""`` when there is none), and where it starts."""
-
-    lines: list[tuple[int, bytes]]
-    torn: bytes
-    whole_length: int
-
-
-def split_lines(data: bytes) -> Split:
-    """``data`` (a JSON Lines file's bytes) split into whole lines and a torn tail."""
-    parts = data.split(b"\n")
-    tail = parts.pop()
-    torn = b""
-    if not _whole(tail):
-        torn = tail
-    elif tail.strip():
-        parts.append(tail)  # a whole last line whose newline an editor stripped
-    lines = [(number, raw) for number, raw in enumerate(parts, 1) if raw.strip()]
-    return Split(lines, torn, len(data) - len(torn))
-
-
-@dataclass(frozen=True)
 class Policy:
     """How a reader treats a file's unreadable lines.
 
@@ -188,15 +163,29 @@ class Read:
     whole_length: int = 0
 
 
-def read_lines(data: bytes, path: Path, parse: Callable[[bytes, int], T | None], policy: Policy) -> Read:
-    """Read ``data``, the bytes of ``path``, one whole line at a time: ``parse(line, number)``
-    (the line without its newline, numbered from 1) returns the line's record, or raises one of
-    :data:`UNREADABLE` when the line is damaged, which ``policy`` settles."""
-    split = split_lines(data)
-    read = Read(whole_length=split.whole_length)
-    for number, raw in split.lines:
+def read_lines(
+    lines: Iterable[bytes], path: Path, parse: Callable[[bytes, int], T | None], policy: Policy
+) -> Read:
+    """Read the lines of ``path`` — ``lines`` as a file opened in binary mode yields them, each
+    with its newline, so only the last can lack one — one at a time: ``parse(line, number)`` (the
+    line without its newline, numbered from 1) returns the line's record (``None``: nothing to
+    keep), or raises one of :data:`UNREADABLE` when the line is damaged, which ``policy`` settles.
+    Lines are parsed as they are read, so a large file is never held twice."""
+    read = Read()
+    for number, raw in enumerate(lines, 1):
+        whole = raw.endswith(b"\n")
+        if not whole and not _whole(raw):
+            read.notes.append(
+                f"{path.name}: skipped a torn last line ({len(raw)} bytes, a write cut short by a "
+                f"crash); every line before it was kept, and {policy.torn}."
+            )
+            break
+        read.whole_length += len(raw)
+        line = raw[:-1] if whole else raw
+        if not line.strip():
+            continue
         try:
-            record = parse(raw, number)
+            record = parse(line, number)
         except UNREADABLE as exc:
             if policy.damaged == "raise":
                 raise damaged_line(path, number, exc, policy) from exc
@@ -205,17 +194,7 @@ def read_lines(data: bytes, path: Path, parse: Callable[[bytes, int], T | None],
             continue
         if record is not None:
             read.records.append(record)
-    if split.torn:
-        read.notes.append(torn_note(path, split.torn, policy))
     return read
-
-
-def torn_note(path: Path, torn: bytes, policy: Policy) -> str:
-    """What a reader says of the torn last line ``torn`` of ``path``, which it skipped."""
-    return (
-        f"{path.name}: skipped a torn last line ({len(torn)} bytes, a write cut short by a crash); "
-        f"every line before it was kept, and {policy.torn}."
-    )
 
 
 def damaged_line(path: Path, number: int, exc: BaseException, policy: Policy) -> UserError:

@@ -209,14 +209,12 @@ def read_header(path: Path) -> dict[str, Any] | None:
 
 def read_run(path: Path) -> RunHistory:
     """The run in ``path``, replayed (a torn last line is skipped with a warning)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(
-            f"No pipeline run at {path}.", hint="List the runs with pipe.runs().", code="pipeline_no_run"
-        ) from None
     header = read_header(path)
     if header is None:
+        if not path.is_file():
+            raise UserError(
+                f"No pipeline run at {path}.", hint="List the runs with pipe.runs().", code="pipeline_no_run"
+            )
         raise UserError(f"{path} is not a pipeline's run file.", code="pipeline_run_damaged")
     history = RunHistory(header)
 
@@ -228,6 +226,8 @@ def read_run(path: Path) -> RunHistory:
             raise ValueError("not a JSON object")
         history.apply(line)
 
-    for note in read_lines(data, path, replay, POLICY).notes:
+    with path.open("rb") as handle:
+        notes = read_lines(handle, path, replay, POLICY).notes
+    for note in notes:
         warnings.warn(note, PipelineWarning, stacklevel=3)
     return history

@@ -58,7 +58,7 @@ import json
 import os
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,7 +187,8 @@ class Session:
                     hint="Check the path, or open it writable to create it.",
                     code="session_not_found",
                 )
-            state = _parse(path.read_bytes(), path)
+            with open(path, "rb") as f:
+                state = _parse(f, path)
             if state is None:
                 raise _not_a_session(path, "it has no complete header line")
             _drop_orphans(state, path)
@@ -371,12 +372,13 @@ def _load_or_create(
     forked_from: dict[str, Any] | None,
     parent: dict[str, Any] | None,
 ) -> SessionState:
-    data = path.read_bytes()  # another descriptor: the lock stays on ``fd``
-    state = _parse(data, path)
+    with open(path, "rb") as f:  # another descriptor: the lock stays on ``fd``
+        state = _parse(f, path)
+        f.seek(0)
+        head = f.read(len(_HEADER_START))
     if state is not None:
         settle_tail(fd)  # a torn tail is cut, so the next line starts clean
         return state
-    head = data[: len(_HEADER_START)]
     # Empty, or only a header torn while it was first written: nothing was committed.
     if not _HEADER_START.startswith(head):
         raise _not_a_session(path, "it has no complete header line")
@@ -423,7 +425,7 @@ POLICY = Policy(
 )
 
 
-def _parse(data: bytes, path: Path) -> SessionState | None:
+def _parse(lines: Iterable[bytes], path: Path) -> SessionState | None:
     """Replay a session's lines; ``None`` when it has no complete header line (a new file)."""
     state: SessionState | None = None
     usage: dict[str, Any] = {}
@@ -436,7 +438,7 @@ def _parse(data: bytes, path: Path) -> SessionState | None:
         _replay(state, line, usage)
         state.records += 1
 
-    read = read_lines(data, path, parse, POLICY)
+    read = read_lines(lines, path, parse, POLICY)
     if state is not None:
         state.warnings.extend(read.notes)
         state.good_length = read.whole_length

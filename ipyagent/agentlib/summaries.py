@@ -145,10 +145,11 @@ class Summaries(Plugin):
         if self.path is None:
             return list(self._kept)
         try:
-            data = self.path.read_bytes()
+            handle = self.path.open("rb")
         except FileNotFoundError:
             return []
-        read = read_lines(data, self.path, _summary, POLICY)
+        with handle:
+            read = read_lines(handle, self.path, _summary, POLICY)
         for note in read.notes:
             warnings.warn(note, SummariesWarning, stacklevel=2)
         return read.records

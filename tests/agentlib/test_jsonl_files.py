@@ -9,6 +9,7 @@ and left in the file (sessions, summaries). The table is in docs/architecture.md
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import warnings
@@ -21,7 +22,7 @@ import pytest
 
 from ipyagent.agentlib.checkpoint import CheckpointRecord, MapCheckpointWarning, open_checkpoint
 from ipyagent.agentlib.errors import UserError
-from ipyagent.agentlib.jsonl import append_line, json_line, open_for_append, settle_tail, split_lines
+from ipyagent.agentlib.jsonl import Policy, append_line, json_line, open_for_append, read_lines, settle_tail
 from ipyagent.agentlib.messages import Message
 from ipyagent.agentlib.pipeline_log import PipelineWarning, RunLog, read_run
 from ipyagent.agentlib.providers.replay import Cassette, CassetteWarning, Recording
@@ -249,8 +250,18 @@ def test_appending_settles_the_tail_first(content: bytes, settled: bytes, tmp_pa
     assert path.read_bytes() == settled + b'{"c":3}\n'
 
 
-def test_splitting_lines() -> None:
-    split = split_lines(b'{"a":1}\n\n{"b":2}\n{"c":')
-    assert split.lines == [(1, b'{"a":1}'), (3, b'{"b":2}')] and split.torn == b'{"c":'
-    assert split.whole_length == len(b'{"a":1}\n\n{"b":2}\n')
-    assert split_lines(b'{"a":1}').lines == [(1, b'{"a":1}')]
+def test_reading_lines_numbers_them_passes_over_blank_ones_and_keeps_a_whole_last_line(
+    tmp_path: Path,
+) -> None:
+    policy = Policy(what="file", damaged="raise", torn="nothing is lost", hint="", code="damaged")
+    path = tmp_path / "f.jsonl"
+    data = b'{"a":1}\n\n{"b":2}\n{"c":3}'
+    read = read_lines(io.BytesIO(data), path, lambda line, number: (number, json.loads(line)), policy)
+    assert read.records == [(1, {"a": 1}), (3, {"b": 2}), (4, {"c": 3})]
+    assert read.notes == [] and read.whole_length == len(data)
+    read = read_lines(io.BytesIO(data[:-3]), path, lambda line, number: number, policy)
+    assert read.records == [1, 3] and read.whole_length == len(b'{"a":1}\n\n{"b":2}\n')
+    assert read.notes == [
+        "f.jsonl: skipped a torn last line (4 bytes, a write cut short by a crash); every line "
+        "before it was kept, and nothing is lost."
+    ]

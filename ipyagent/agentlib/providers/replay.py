@@ -530,7 +530,7 @@ def _error_from(record: dict[str, Any]) -> BaseException:
 
 def _load(path: Path) -> list[Recording]:
     try:
-        raw = path.read_bytes()
+        handle = path.open("rb")
     except FileNotFoundError:
         raise UserError(
             f"No cassette at {path}: there is nothing to replay.",
@@ -570,7 +570,8 @@ def _load(path: Path) -> list[Recording]:
         previous = request
         return record
 
-    read = read_lines(raw, path, parse, POLICY)
+    with handle:
+        read = read_lines(handle, path, parse, POLICY)
     for note in read.notes:  # only a torn last line: a damaged one raised
         warnings.warn(note, CassetteWarning, stacklevel=4)
     return read.records
