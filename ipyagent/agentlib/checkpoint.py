@@ -5,10 +5,11 @@ output type and the model, see :mod:`.maps`); each later line is one item's outc
 the key of its prompt, ``ok`` with the output as JSON or ``failed`` with the error, and its
 usage. Each line is written with :mod:`.jsonl` as its item finishes (one ``os.write`` loop: in
 the system's hands at once, so a crash of the process or a kernel restart loses at most the items
-in flight, and leaves at most a torn last line, which reading skips). Forcing the file to disk
-(``fsync``, against a crash of the machine) happens on a thread of its own, as soon as the
-previous one is done and at close: a map's loop never waits for the disk, which can take tens of
-milliseconds per call.
+in flight, and leaves at most a torn last line, which reading skips with a warning and the next
+write cuts off; the file is read with :func:`.jsonl.read_lines` under :data:`POLICY`). Forcing
+the file to disk (``fsync``, against a crash of the machine) happens on a thread of its own, as
+soon as the previous one is done and at close: a map's loop never waits for the disk, which can
+take tens of milliseconds per call.
 
 A checkpoint written for another call is never reused: :func:`open_checkpoint` warns, naming the
 file, and starts a file of its own beside it. A file whose header cannot be read is *not* taken
@@ -30,11 +31,21 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .jsonl import append_line, json_line, open_for_append
+from .jsonl import UNREADABLE, Policy, append_line, damaged_line, json_line, open_for_append, read_lines
 
 __all__ = ["Checkpoint", "CheckpointRecord", "MapCheckpointWarning", "damaged", "open_checkpoint"]
 
 FORMAT, VERSION = "ipyagent-map", 1
+#: A damaged line stops the map: skipping it would ask its item again, and pay for it, without a
+#: word; a torn last line is the item in flight when the process died, which runs again.
+POLICY = Policy(
+    what="checkpoint",
+    damaged="raise",
+    torn="its item runs again",
+    hint="Mend or delete line {line} of {path} (a deleted line's item is asked again, and paid for), "
+    "then run the map again; or pass checkpoint=<a new path> to start afresh (every item is asked again).",
+    code="checkpoint_damaged",
+)
 
 
 class MapCheckpointWarning(UserWarning):
@@ -93,9 +104,8 @@ class Checkpoint:
 
     def _write(self, record: CheckpointRecord) -> None:
         if self._fd is None:
-            fresh = not self.path.exists() or self.path.stat().st_size == 0
-            self._fd = open_for_append(self.path)
-            if fresh:
+            self._fd = open_for_append(self.path)  # a torn last line is cut: the next starts clean
+            if os.fstat(self._fd).st_size == 0:
                 header = {"format": FORMAT, "version": VERSION, "call": self.fingerprint}
                 append_line(self._fd, json_line(header), fsync=False)
             if self.fsync:
@@ -152,7 +162,8 @@ def open_checkpoint(path: Path, fingerprint: str, *, fsync: bool = True) -> Chec
 def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
     """The records of ``path`` if it is this call's (empty when it does not exist yet), else None."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:  # the lines as they are: the header and records read below
+            read = read_lines(handle, path, lambda line, number: (number, line), POLICY)
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -161,17 +172,23 @@ def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
             hint="Pass another checkpoint=PATH, or checkpoint=False to run without one.",
             code="checkpoint_unreadable",
         ) from exc
-    if not raw.strip():
-        return {}
-    lines = raw.split(b"\n")
-    header = _header(lines[0])
-    if header is None:
-        raise _damaged_header(path, fingerprint, sum(1 for line in lines[1:] if line.strip()))
-    if header["call"] != fingerprint:
-        return None
-    numbers = [number for number, line in enumerate(lines[1:], 2) if line.strip()]
+    lines: list[tuple[int, bytes]] = read.records
+    if lines:  # else empty, or only a header torn as it was first written: nothing finished
+        first, line = lines[0]
+        header = _header(line) if first == 1 else None
+        if header is None:
+            raise _damaged_header(path, fingerprint, len(lines) - int(first == 1))
+        if header["call"] != fingerprint:
+            return None
+    records = _records(lines[1:], path)
+    for note in read.notes:  # a torn last line: a damaged one raised
+        warnings.warn(note, MapCheckpointWarning, stacklevel=4)
+    return records
+
+
+def _records(lines: list[tuple[int, bytes]], path: Path) -> dict[int, CheckpointRecord]:
     try:  # one parse for the whole file: resuming a long map is then quick
-        parsed = json.loads(b"[" + b",".join(lines[n - 1] for n in numbers) + b"]")
+        parsed = json.loads(b"[" + b",".join(line for _, line in lines) + b"]")
         return {
             int(d["i"]): CheckpointRecord(
                 int(d["i"]),
@@ -180,38 +197,33 @@ def _read(path: Path, fingerprint: str) -> dict[int, CheckpointRecord] | None:
                 d.get("output"),
                 d.get("error"),
                 d.get("usage") or {},
-                number,
+                n,
             )
-            for d, number in zip(parsed, numbers, strict=True)
+            for d, (n, _) in zip(parsed, lines, strict=True)
         }
-    except (ValueError, KeyError, TypeError):
-        pass  # a torn or damaged line: read line by line, to say which
+    except UNREADABLE:  # a damaged line: read line by line, to say which
+        pass
     records: dict[int, CheckpointRecord] = {}
-    for number, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            continue
+    for number, line in lines:
         try:
-            data = json.loads(line)
-            record = CheckpointRecord(
-                index=int(data["i"]),
-                key=str(data["key"]),
-                ok=bool(data["ok"]),
-                output=data.get("output"),
-                error=data.get("error"),
-                usage=dict(data.get("usage") or {}),
-                line_number=number,
-            )
-        except (ValueError, KeyError, TypeError):
-            if number == len(lines) or (number == len(lines) - 1 and not lines[-1].strip()):
-                warnings.warn(
-                    f"{path.name}: skipped a torn last line (a write cut short); that item runs again.",
-                    MapCheckpointWarning,
-                    stacklevel=4,
-                )
-                continue
-            raise damaged(path, number, "is not a finished item's record") from None
+            record = _record(line, number)
+        except UNREADABLE as exc:
+            raise damaged_line(path, number, exc, POLICY) from exc
         records[record.index] = record
     return records
+
+
+def _record(line: bytes, number: int) -> CheckpointRecord:
+    data = json.loads(line)
+    return CheckpointRecord(
+        index=int(data["i"]),
+        key=str(data["key"]),
+        ok=bool(data["ok"]),
+        output=data.get("output"),
+        error=data.get("error"),
+        usage=dict(data.get("usage") or {}),
+        line_number=number,
+    )
 
 
 def _header(line: bytes) -> dict[str, Any] | None:
@@ -229,10 +241,8 @@ def damaged(path: Path, number: int, what: str) -> UserError:
     read as a record: hand-edited, or written over)."""
     return UserError(
         f"The checkpoint {path} is damaged at line {number}: it {what}.",
-        hint=f"Mend or delete line {number} of {path} (a deleted line's item is asked again, and paid "
-        "for), then run the map again; or pass checkpoint=<a new path> to start afresh (every item is "
-        "asked again).",
-        code="checkpoint_damaged",
+        hint=POLICY.hint.format(line=number, path=path),
+        code=POLICY.code,
     )
 
 

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from .clip import clip, clip_middle
 from .errors import AgentError, ErrorInfo
 from .events import AgentEvent, CompactionCompleted, CompactionStarted, RunWarning
 from .messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
@@ -231,12 +232,12 @@ def _render(message: Message) -> str:
     lines = [f"## {message.role}"]
     for block in message.content:
         if isinstance(block, TextBlock):
-            lines.append(_clip(block.text))
+            lines.append(clip_middle(block.text, BLOCK_CHARS))
         elif isinstance(block, ToolCallBlock):
-            lines.append(f"→ called {block.name}({_clip(block.raw_arguments, 1_000)})")
+            lines.append(f"→ called {block.name}({clip_middle(block.raw_arguments, 1_000)})")
         elif isinstance(block, ToolResultBlock):
             status = "error" if block.is_error else "result"
-            lines.append(f"← {block.name or 'tool'} {status}: {_clip(block.content)}")
+            lines.append(f"← {block.name or 'tool'} {status}: {clip_middle(block.content, BLOCK_CHARS)}")
         elif isinstance(block, ThinkingBlock):
             continue  # private reasoning: signatures and all stay out of the summary
         else:
@@ -244,19 +245,12 @@ def _render(message: Message) -> str:
     return "\n".join(lines)
 
 
-def _clip(text: str, limit: int = BLOCK_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[… {len(text) - limit:,} characters cut …]\n{text[-half:]}"
-
-
 def fallback_summary(messages: Sequence[Message]) -> str:
     """A deterministic digest of ``messages`` for when the model cannot summarize: the user's
     requests, the tools used, and the last reply."""
     parts = ["(Automatic digest: the model could not write a summary.)"]
     if messages and is_summary(messages[0]):
-        parts.append("Earlier summary:\n" + _clip(messages[0].text, 3_000))
+        parts.append("Earlier summary:\n" + clip_middle(messages[0].text, 3_000))
         messages = messages[1:]
     requests = [m.text.strip() for m in messages if m.role == "user" and m.text.strip()]
     if requests:
@@ -274,13 +268,12 @@ def fallback_summary(messages: Sequence[Message]) -> str:
         parts.append(f"Tools used: {used}.")
     last = next((m.text.strip() for m in reversed(messages) if m.role == "assistant" and m.text.strip()), "")
     if last:
-        parts.append("The assistant's last reply in this part:\n" + _clip(last, 1_500))
+        parts.append("The assistant's last reply in this part:\n" + clip_middle(last, 1_500))
     return "\n\n".join(parts)
 
 
 def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return clip(" ".join(text.split()), limit)
 
 
 async def compact_conversation(

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from .asks import Inbox
 from .budget import Budget
+from .clip import clip_head
 from .conversation import Conversation
 from .errors import AgentError, UserError
 from .events import RunWarning, SubagentStarted, UsageUpdated
@@ -352,7 +353,7 @@ def _provider(
 
 
 def _answer(result: RunResult, delegation: Delegation) -> ToolOutput:
-    text = _clip(result.text.strip(), delegation.max_answer_chars)
+    text = clip_head(result.text.strip(), delegation.max_answer_chars, "the sub-agent's answer")
     if result.status == "completed":
         return ToolOutput(text=text or "(The sub-agent finished without an answer.)")
     if result.status == "exhausted":
@@ -365,12 +366,6 @@ def _answer(result: RunResult, delegation: Delegation) -> ToolOutput:
     if result.status == "cancelled":
         return _error("The sub-agent was cancelled before it finished.")
     raise AssertionError(result.status)  # pragma: no cover - RunStatus is closed
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n… [the sub-agent's answer was cut: {limit:,} of {len(text):,} characters shown]"
 
 
 def _minus(total: Usage, part: Usage) -> Usage:

@@ -6,7 +6,8 @@ that ends it: ``done`` with the state after the step (all of it, as :mod:`.pipel
 encodes it), ``failed`` with the error, ``cancelled`` or ``exhausted``. A ``resume`` line marks
 where a later call went on from. Each line is written with :mod:`.jsonl` and forced to disk
 before the next step starts, so a crash loses at most the step in flight, and leaves at most a
-torn last line, which reading skips with a warning.
+torn last line, which reading skips with a warning and resuming cuts off; the file is read with
+:func:`.jsonl.read_lines` under :data:`POLICY`.
 
 :class:`RunHistory` replays the lines into each step's :class:`StepRecord` and the states after
 the finished steps; the same replay runs as the lines are written, so a run in progress and one
@@ -24,12 +25,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import UserError
-from .jsonl import append_line, json_line, open_for_append
+from .jsonl import Policy, append_line, json_line, open_for_append, read_lines
 from .usage import Usage
 
 __all__ = ["PipelineWarning", "RunHistory", "RunLog", "StepError", "StepRecord", "read_header", "read_run"]
 
 FORMAT, VERSION = "ipyagent-pipeline", 1
+#: A damaged line stops the reading: the states after it could not be trusted. A torn last line is
+#: the step in flight when the process died, which runs again.
+POLICY = Policy(
+    what="pipeline's run file",
+    damaged="raise",
+    torn="that step runs again",
+    hint="Move the file aside; the run cannot be resumed from it.",
+    code="pipeline_run_damaged",
+)
 StepStatus = Literal["pending", "running", "done", "failed", "cancelled", "exhausted", "interrupted"]
 #: A step that stopped without finishing: running it again goes on with its own checkpoint.
 STOPPED = ("failed", "cancelled", "exhausted", "interrupted", "running")
@@ -163,6 +173,7 @@ class RunLog:
 
     @classmethod
     def reopen(cls, path: Path) -> RunLog:
+        """The run file at ``path``, to go on appending (a torn last line is cut first)."""
         return cls(path, open_for_append(path, create=False))
 
     def write(self, line: dict[str, Any]) -> None:
@@ -198,34 +209,25 @@ def read_header(path: Path) -> dict[str, Any] | None:
 
 def read_run(path: Path) -> RunHistory:
     """The run in ``path``, replayed (a torn last line is skipped with a warning)."""
-    try:
-        lines = path.read_bytes().split(b"\n")
-    except FileNotFoundError:
-        raise UserError(
-            f"No pipeline run at {path}.", hint="List the runs with pipe.runs().", code="pipeline_no_run"
-        ) from None
     header = read_header(path)
     if header is None:
+        if not path.is_file():
+            raise UserError(
+                f"No pipeline run at {path}.", hint="List the runs with pipe.runs().", code="pipeline_no_run"
+            )
         raise UserError(f"{path} is not a pipeline's run file.", code="pipeline_run_damaged")
     history = RunHistory(header)
-    last = max((n for n, line in enumerate(lines) if line.strip()), default=0)
-    for number, raw in enumerate(lines[1:], 1):
-        if not raw.strip():
-            continue
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            if number == last:
-                warnings.warn(
-                    f"{path.name}: skipped a torn last line (a write cut short); that step runs again.",
-                    PipelineWarning,
-                    stacklevel=3,
-                )
-                continue
-            raise UserError(
-                f"The pipeline's run file {path} is damaged at line {number + 1}.",
-                hint="Move it aside; the run cannot be resumed from it.",
-                code="pipeline_run_damaged",
-            ) from None
+
+    def replay(raw: bytes, number: int) -> None:
+        if number == 1:  # the header, read already
+            return
+        line = json.loads(raw)
+        if not isinstance(line, dict):
+            raise ValueError("not a JSON object")
         history.apply(line)
+
+    with path.open("rb") as handle:
+        notes = read_lines(handle, path, replay, POLICY).notes
+    for note in notes:
+        warnings.warn(note, PipelineWarning, stacklevel=3)
     return history

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from .clip import clip
 from .events import BlockedByPolicy
 from .redact import REDACTED, known_secrets, mask_secrets
 from .workers import policy_workers
@@ -166,7 +167,7 @@ async def ask(policy: Policy, subject: Any, *, timeout: float) -> Blocked | None
     if isinstance(decision, Pass):
         return None
     if isinstance(decision, Block):
-        message = _clip(mask_secrets(str(decision.message), known_secrets()), MAX_MESSAGE_CHARS)
+        message = clip(mask_secrets(str(decision.message), known_secrets()), MAX_MESSAGE_CHARS)
         message = message or f"Refused by the policy {name}."
         return Blocked(name, "block", message, safe_metadata(decision.metadata))
     return Blocked(
@@ -200,11 +201,7 @@ def safe_metadata(metadata: Any) -> dict[str, Plain]:
         if _SENSITIVE_KEY.search(name):
             safe[name] = REDACTED
         elif isinstance(value, str):
-            safe[name] = _clip(mask_secrets(value, secrets), MAX_METADATA_CHARS)
+            safe[name] = clip(mask_secrets(value, secrets), MAX_METADATA_CHARS)
         elif value is None or isinstance(value, bool | int | float):
             safe[name] = value
     return safe
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

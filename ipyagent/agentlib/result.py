@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .claims import Claim
+from .clip import clip
 from .errors import AgentRunFailed, ErrorInfo
 from .events import RunStatus
 from .messages import Message
@@ -71,11 +72,7 @@ class RunResult(BaseModel):
         if self.error:
             detail = f"error={self.error.code!r}"
         elif self.output is not None and not isinstance(self.output, str):
-            detail = f"output={_clip(repr(self.output))}"
+            detail = f"output={clip(repr(self.output), 60)}"
         else:
-            detail = f"text={_clip(self.text)!r}"
+            detail = f"text={clip(self.text, 60)!r}"
         return f"RunResult(status={self.status!r}, {detail}, usage={str(self.usage)!r})"
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

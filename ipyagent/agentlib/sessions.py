@@ -31,9 +31,11 @@ Crash safety: each record is one ``write`` of a whole line, followed by ``fsync`
 default). A line torn by a crash can only be the last one: it is skipped with a
 :class:`SessionWarning` and cut off when the file is next opened for writing, so no earlier line
 is ever lost (a whole last line that only lacks its newline is kept, and the newline added).
+The file is read with :func:`.jsonl.read_lines` under this module's :data:`POLICY`.
 
 Damage elsewhere (a bad disk, a hand edit) never stops a file from opening, and never yields a
-transcript a provider rejects: an unreadable line is skipped, a tool result whose call was lost
+transcript a provider rejects: an unreadable line (not JSON, or not a record this version can
+read) is skipped and left in the file, a tool result whose call was lost
 is dropped, a call whose result was lost is answered as interrupted — each said in a
 :class:`SessionWarning`, which the agent also reports at the start of its next run.
 
@@ -64,7 +66,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import UserError
-from .jsonl import append_line, json_line, open_for_append
+from .jsonl import Policy, append_line, json_line, open_for_append, read_lines, settle_tail
 from .messages import MESSAGE_ADAPTER, Message, ToolResultBlock, new_id
 from .redact import redact_json_line
 from .usage import Usage
@@ -201,7 +203,7 @@ class Session:
                 code="session_folder_missing",
             )
         try:
-            fd = open_for_append(path, exclusive=exclusive)
+            fd = open_for_append(path, exclusive=exclusive, settle=False)  # settled once locked
         except FileExistsError:
             raise UserError(
                 f"The session file {path} already exists.",
@@ -375,10 +377,7 @@ def _load_or_create(
         f.seek(0)
         head = f.read(len(_HEADER_START))
     if state is not None:
-        if state.good_length < os.fstat(fd).st_size:  # a torn tail: cut it so the next line starts clean
-            os.ftruncate(fd, state.good_length)
-        elif os.pread(fd, 1, state.good_length - 1) != b"\n":  # a whole last line without its newline
-            os.write(fd, b"\n")
+        settle_tail(fd)  # a torn tail is cut, so the next line starts clean
         return state
     # Empty, or only a header torn while it was first written: nothing was committed.
     if not _HEADER_START.startswith(head):
@@ -415,48 +414,43 @@ _HEADER_START = b'{"type":"session",'
 _USAGE_FIELDS = tuple(Usage.model_fields)
 
 
+#: A session must open whatever a bad disk or a hand edit did to it, and never lose a line it
+#: could not read: such a line is skipped with a warning and stays in the file.
+POLICY = Policy(
+    what="session",
+    damaged="skip",
+    torn="it is cut off when the file is next opened for writing",
+    hint="The line stays in the file; the conversation goes on without it.",
+    code="session_damaged",
+)
+
+
 def _parse(lines: Iterable[bytes], path: Path) -> SessionState | None:
     """Replay a session's lines; ``None`` when it has no complete header line (a new file)."""
     state: SessionState | None = None
     usage: dict[str, Any] = {}
-    offset = 0
-    for number, raw in enumerate(lines, start=1):
-        # Only the last line can lack its newline: a write cut short by a crash, or a file whose
-        # final newline an editor stripped. A whole record is kept; a torn one is skipped.
-        last = not raw.endswith(b"\n")
-        line = raw + b"\n" if last else raw
-        if state is None:
-            if last and not _is_json(line):
-                break
+
+    def parse(line: bytes, number: int) -> None:
+        nonlocal state
+        if state is None:  # the header: a bad one is not a session at all (a UserError)
             state = _header(line, path)
-        else:
-            try:
-                _replay(state, line, usage)
-            except _UNREADABLE as exc:
-                if last:
-                    state.warnings.append(
-                        f"{path.name}: skipped a torn last line ({len(raw)} bytes, a write cut short "
-                        "by a crash); every line before it was kept."
-                    )
-                    break
-                state.warnings.append(f"{path.name}: skipped line {number} ({_brief(exc)}).")
-            else:
-                state.records += 1
-        offset += len(raw)
+            return
+        _replay(state, line, usage)
+        state.records += 1
+
+    read = read_lines(lines, path, parse, POLICY)
     if state is not None:
-        state.good_length = offset
+        state.warnings.extend(read.notes)
+        state.good_length = read.whole_length
         state.utility_usage = Usage.model_validate(usage.pop("utility", {}))
         state.usage = Usage.model_validate(usage)
     return state
 
 
-_UNREADABLE = (ValueError, ValidationError, KeyError, TypeError, AttributeError, IndexError)
-
-
 def _replay(state: SessionState, raw: bytes, usage: dict[str, Any]) -> None:
-    if raw.startswith(_MESSAGE_PREFIX) and raw.endswith(b"}\n"):
+    if raw.startswith(_MESSAGE_PREFIX) and raw.endswith(b"}"):
         try:  # the common case, parsed and validated in one go
-            state.messages.append(MESSAGE_ADAPTER.validate_json(raw[len(_MESSAGE_PREFIX) : -2]))
+            state.messages.append(MESSAGE_ADAPTER.validate_json(raw[len(_MESSAGE_PREFIX) : -1]))
         except ValidationError:  # e.g. a newer writer's extra key after the message
             _apply(state, _record(raw))
         return
@@ -472,14 +466,6 @@ def _replay(state: SessionState, raw: bytes, usage: dict[str, Any]) -> None:
         if record.get("type") == "reset":  # a new conversation: its budget counts from here
             usage.clear()
         _apply(state, record)
-
-
-def _is_json(raw: bytes) -> bool:
-    try:
-        json.loads(raw)
-    except ValueError:
-        return False
-    return True
 
 
 def _record(raw: bytes) -> dict[str, Any]:
@@ -671,8 +657,3 @@ def _jsonable(value: Any) -> Any:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _brief(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text if len(text) <= 120 else text[:119] + "…"

@@ -18,7 +18,9 @@ with neither keeps them in memory. A conversation is told the last ``replay`` su
 before it began — a new conversation (``%%agent --new``, another session, the kernel restarted)
 reads what the earlier ones did; its own runs are in its transcript already.
 
-This module owns the summary request, the record and its file; when it runs is the loop's.
+The file is read with :func:`.jsonl.read_lines` under :data:`POLICY`: a line that cannot be read
+is skipped with a :class:`SummariesWarning`. This module owns the summary request, the record and
+its file; when it runs is the loop's.
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write
+from .clip import clip
 from .compaction import ask_for_text, fallback_summary, render_transcript
 from .errors import AgentError, ErrorInfo
 from .events import RunWarning
-from .jsonl import append_line, json_line, open_for_append
+from .jsonl import Policy, append_line, json_line, open_for_append, read_lines
 from .messages import Message
 from .model import ModelRequest, ModelSettings
 from .plugins import Plugin, PluginRun
@@ -43,7 +47,7 @@ from .result import RunResult
 from .sessions import Session
 from .usage import Usage
 
-__all__ = ["SUMMARIES_SYSTEM_PROMPT", "RunSummary", "Summaries", "summaries_path"]
+__all__ = ["SUMMARIES_SYSTEM_PROMPT", "RunSummary", "Summaries", "SummariesWarning", "summaries_path"]
 
 SUMMARIES_SYSTEM_PROMPT = (
     "You write the notes a data analyst keeps about a finished piece of work with an AI assistant in "
@@ -90,6 +94,22 @@ def summaries_path(session: Session) -> Path:
     return session.path.with_name(f"{stem}.summaries.jsonl")
 
 
+class SummariesWarning(UserWarning):
+    """A line of a summaries file could not be read and was skipped (a torn or damaged line)."""
+
+
+#: Summaries are background for later conversations: a line that cannot be read is skipped with a
+#: warning rather than stopping every run of the notebook. The next rewrite (``keep``, ``forget``)
+#: leaves it out.
+POLICY = Policy(
+    what="summaries file",
+    damaged="skip",
+    torn="the summary it held is lost",
+    hint="Delete that line of {path}, or every summary with summaries.clear().",
+    code="summaries_damaged",
+)
+
+
 class Summaries(Plugin):
     """Compact each finished run into a summary and advice, and tell later conversations of the
     same notebook the last ``replay`` of them.
@@ -125,16 +145,14 @@ class Summaries(Plugin):
         if self.path is None:
             return list(self._kept)
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            handle = self.path.open("rb")
         except FileNotFoundError:
             return []
-        found: list[RunSummary] = []
-        for line in lines:
-            try:
-                found.append(RunSummary.from_json(json.loads(line)))
-            except (ValueError, TypeError):
-                continue  # a torn last line, or one written by hand
-        return found
+        with handle:
+            read = read_lines(handle, self.path, _summary, POLICY)
+        for note in read.notes:
+            warnings.warn(note, SummariesWarning, stacklevel=2)
+        return read.records
 
     def clear(self) -> int:
         """Delete every summary kept (the file too); returns how many there were."""
@@ -217,7 +235,7 @@ class Summaries(Plugin):
             self._kept = [*self._kept, record][-self.keep :]
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = open_for_append(self.path)
+        fd = open_for_append(self.path)  # a torn last line is cut: the record starts a line
         try:
             append_line(fd, json_line(record.to_json()))
         finally:
@@ -228,7 +246,7 @@ class Summaries(Plugin):
 
     def _clip(self, text: str) -> str:
         text = redact_text(" ".join(text.split()))
-        return text if len(text) <= self.max_chars else text[: self.max_chars - 1] + "…"
+        return clip(text, self.max_chars)
 
     async def _ask(self, result: RunResult, run: PluginRun) -> tuple[str, Usage, ErrorInfo | None]:
         """The model's answer ("" when it failed), the usage it cost, and the failure if any."""
@@ -245,6 +263,13 @@ class Summaries(Plugin):
         except AgentError as exc:  # a policy blocked it: nothing is sent
             return "", Usage(), exc.info
         return await ask_for_text(provider, request, run.retry)
+
+
+def _summary(line: bytes, number: int) -> RunSummary:
+    record = json.loads(line)
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    return RunSummary.from_json(record)
 
 
 def _parts(text: str) -> tuple[str, str]:

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from .user_error import user_error
+
 if TYPE_CHECKING:  # the agent core loads at the first %%agent, not at %load_ext
     from ..agentlib.model import Provider
     from ..agentlib.providers.replay import Cassette, ReplayModel
@@ -61,12 +63,6 @@ ENV_CASSETTE = "IPYAGENT_CASSETTE"
 USAGE = "%agent cassette [record|replay|off] [PATH]"
 
 
-def _user_error(message: str, hint: str, code: str = "invalid_option") -> Exception:
-    from ..agentlib.errors import UserError
-
-    return UserError(message, hint=hint, code=code)
-
-
 def cassette_path(notebook: Path | None) -> Path:
     """``analysis.ipynb`` → ``analysis.cassette.jsonl`` beside it; no notebook → the working
     directory's ``ipyagent.cassette.jsonl``."""
@@ -78,9 +74,10 @@ def cassette_path(notebook: Path | None) -> Path:
 def _mode(value: str, source: str) -> Mode:
     mode = value.strip().lower() or "off"
     if mode not in MODES:
-        raise _user_error(
+        raise user_error(
             f"{source}={value!r} is not a replay mode.",
             f"Use one of: {', '.join(MODES)} ({USAGE}).",
+            "invalid_option",
         )
     return mode
 
@@ -225,9 +222,10 @@ def command(args: list[str], *, notebook: Path | None = None) -> str:
     if not args:
         return switch.status(notebook)
     if len(args) > 2 or args[0].lower() not in MODES:
-        raise _user_error(
+        raise user_error(
             f"Unexpected arguments: %agent cassette {' '.join(args)}.",
             f"Usage: {USAGE}.",
+            "invalid_option",
         )
     switch.set(args[0], args[1] if len(args) > 1 else None)
     return switch.status(notebook)

@@ -25,6 +25,7 @@ from .notebook_path import former_sessions, session_file
 from .runner import run_blocking
 from .state import KernelState, RunSpent, kernel_hooks, kernel_plugins
 from .tools import GROUPS, kernel_tools
+from .user_error import user_error
 from .widget_renderer import WidgetRenderer, pump_comm_messages, widgets_available
 
 # The agent core (pydantic models, providers) loads at the first %%agent, so that
@@ -37,12 +38,6 @@ if TYPE_CHECKING:
     from ..agentlib.sessions import Session
     from .fix_command import FailedCell
     from .runner import Renderer
-
-
-def _user_error(message: str, hint: str, code: str = "user_error") -> Exception:
-    from ..agentlib.errors import UserError
-
-    return UserError(message, hint=hint, code=code)
 
 
 __all__ = ["AgentMagics", "WithSubagentFiles", "protected_files"]
@@ -206,13 +201,13 @@ class AgentMagics(Magics):
             return self._command(line)
         args = parse_argstring(self.agent, line)
         if args.command:
-            raise _user_error(
+            raise user_error(
                 f"Unexpected words after %%agent: {' '.join(args.command)!r}.",
                 "Options start with '-' (see %%agent?); the prompt goes in the cell body.",
             )
         prompt = interpolate(cell, self.shell.user_ns).strip() if self.shell else cell.strip()
         if not prompt:
-            raise _user_error("The %%agent cell is empty.", "Write your request in the cell body.")
+            raise user_error("The %%agent cell is empty.", "Write your request in the cell body.")
         output_type = self._output_type(args.output_type)
         agent = self._agent(args.session, new=args.new)
         cell_id = running_cell_id(self.shell)
@@ -471,13 +466,13 @@ class AgentMagics(Magics):
         command, rest = (words[0], words[1:]) if words else ("help", [])
         handler = getattr(self, f"_cmd_{command}", None)
         if handler is None:
-            raise _user_error(f"Unknown command %agent {command}.", "See %agent help.", "unknown_command")
+            raise user_error(f"Unknown command %agent {command}.", "See %agent help.", "unknown_command")
         return handler(rest)
 
     def _cmd_chat(self, rest: list[str]) -> Any:
         """A chat widget on the current conversation, with the kernel's tools."""
         if not widgets_available():
-            raise _user_error(
+            raise user_error(
                 "The chat widget needs anywidget and the bundled front end.",
                 "pip install anywidget (it comes with ipyagent); then run %agent chat again.",
                 "widgets_unavailable",
@@ -683,18 +678,18 @@ class AgentMagics(Magics):
         live.settle()
         state = live.state()
         if isinstance(state, NoPage):
-            raise _user_error(
+            raise user_error(
                 "%agent undo works on the notebook open in JupyterLab or Notebook 7, and no page shows "
                 "this kernel's notebook.",
                 "Open the notebook in JupyterLab (or Notebook 7) with ipyagent's extension; edits to the "
                 "saved file are undone with your editor or version control.",
             )
         if isinstance(state, Mismatched):
-            raise _user_error(f"Nothing was undone: {state.message}", "Then run %agent undo again.")
+            raise user_error(f"Nothing was undone: {state.message}", "Then run %agent undo again.")
         try:
             answer = live.undo_run(rest[0] if rest else None)
         except LiveNotebookError as exc:
-            raise _user_error(f"Nothing was undone: {exc}", exc.hint or "See %agent help.") from exc
+            raise user_error(f"Nothing was undone: {exc}", exc.hint or "See %agent help.") from exc
         print(undo_run_report(answer))
 
     def _cmd_fix(self, rest: list[str]) -> None:
@@ -704,7 +699,7 @@ class AgentMagics(Magics):
 
         args = parse_argstring(self.agent, " ".join(rest))
         if len(args.command) > 1:
-            raise _user_error(
+            raise user_error(
                 f"%agent fix takes one cell id at most, not {' '.join(args.command)!r}.",
                 "Run %agent fix for the last error, or %agent fix CELL_ID.",
             )

@@ -15,6 +15,8 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .user_error import user_error
+
 if TYPE_CHECKING:
     from ..agentlib.agent import Agent
     from .state import KernelState
@@ -36,7 +38,7 @@ def plugin_names(requested: str | None, configured: Sequence[str]) -> list[str]:
     names = [n for n in names if n != "none"]
     unknown = [n for n in names if n not in BUILT_IN]
     if unknown:
-        raise _error(
+        raise user_error(
             f"Unknown plugin {unknown[0]!r}.",
             f"The plugins are {', '.join(BUILT_IN)} (--plugins memory,summaries, or none); register your "
             "own with ipyagent.kernel.plugins.register(...).",
@@ -81,12 +83,12 @@ def memory_command(state: KernelState, words: list[str]) -> str:
     if action in ("show", "forget") and title:
         note = memory.find(title)
         if note is None:
-            raise _error(f"There is no note {title!r}.", "See %agent memory.", "unknown_note")
+            raise user_error(f"There is no note {title!r}.", "See %agent memory.", "unknown_note")
         if action == "show":
             return f"# {note.title}\n\n{note.text}"
         memory.forget(title)
         return f"Deleted the note {note.title!r} ({note.path.name})."
-    raise _error(
+    raise user_error(
         f"Unknown or incomplete command: %agent memory {' '.join(words)}",
         f"Use {MEMORY_USAGE}.",
         "invalid_plugin_command",
@@ -108,14 +110,8 @@ def summaries_command(state: KernelState, words: list[str], *, session_dir: str 
     if action == "clear" and len(words) == 1:
         count = summaries.clear()
         return f"Deleted {count} summary(ies) ({summaries.path})."
-    raise _error(
+    raise user_error(
         f"Unknown or incomplete command: %agent summaries {' '.join(words)}",
         f"Use {SUMMARIES_USAGE}.",
         "invalid_plugin_command",
     )
-
-
-def _error(message: str, hint: str, code: str) -> Exception:
-    from ..agentlib.errors import UserError
-
-    return UserError(message, hint=hint, code=code)

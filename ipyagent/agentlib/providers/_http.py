@@ -73,6 +73,7 @@ __all__ = [
     "parse_json",
     "parse_retry_after",
     "stream_bytes",
+    "wire_int",
 ]
 
 # An error body is read for its message only; a server answering 500 with megabytes of HTML
@@ -185,6 +186,12 @@ def parse_json(text: str) -> Any:
     except StopIteration:
         return json.loads(text)
     return value if end == len(text) else json.loads(text)
+
+
+def wire_int(value: Any) -> int:
+    """An integer field of a wire payload (a token count, an index): the int, else 0 — absent,
+    ``null``, a float or a bool, none of which a server should send there."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

@@ -287,10 +287,6 @@ def _assistant(message: Message, endpoint: str) -> list[dict[str, Any]]:
     return out
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 class AnthropicStreamParser:
     """Sans-IO: feed :class:`SSEEvent` to :meth:`feed_many` (or :meth:`feed`), call
     :meth:`finish` at the end of the body. Raises :class:`ProtocolError` for a broken stream and

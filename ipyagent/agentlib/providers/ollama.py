@@ -42,7 +42,7 @@ from ..model import (
     UsageReport,
 )
 from ..usage import Usage
-from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
+from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json, wire_int
 from ._sse import NDJSONDecoder
 from ._think_tags import ThinkTagSplitter
 
@@ -154,10 +154,6 @@ def _assistant(message: Message, endpoint: str) -> dict[str, Any] | None:
     return out
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 class OllamaStreamParser:
     """Sans-IO: feed NDJSON lines to :meth:`feed_many` (or :meth:`feed`), call :meth:`finish` at
     the end of the body.
@@ -222,8 +218,8 @@ class OllamaStreamParser:
             reason = payload.get("done_reason")
             self._done_reason = reason if isinstance(reason, str) else None
             self._usage = Usage(
-                input_tokens=_int(payload.get("prompt_eval_count")),
-                output_tokens=_int(payload.get("eval_count")),
+                input_tokens=wire_int(payload.get("prompt_eval_count")),
+                output_tokens=wire_int(payload.get("eval_count")),
                 requests=1,
             )
 

@@ -45,7 +45,7 @@ from ..model import (
     UsageReport,
 )
 from ..usage import Usage
-from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json
+from ._http import ErrorContext, HTTPProvider, error_from_payload, parse_json, wire_int
 from ._sse import SSEDecoder, SSEEvent
 from ._think_tags import ThinkTagSplitter
 
@@ -227,10 +227,6 @@ def _assistant(message: Message) -> dict[str, Any] | None:
     return out
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def parse_usage(raw: dict[str, Any]) -> Usage:
     """Usage from a Chat Completions ``usage`` object.
 
@@ -239,12 +235,12 @@ def parse_usage(raw: dict[str, Any]) -> Usage:
     prompt = raw.get("prompt_tokens_details")
     completion = raw.get("completion_tokens_details")
     cost = raw.get("cost")
-    cached = _int(prompt.get("cached_tokens")) if isinstance(prompt, dict) else 0
+    cached = wire_int(prompt.get("cached_tokens")) if isinstance(prompt, dict) else 0
     return Usage(
-        input_tokens=max(0, _int(raw.get("prompt_tokens")) - cached),
-        output_tokens=_int(raw.get("completion_tokens")),
+        input_tokens=max(0, wire_int(raw.get("prompt_tokens")) - cached),
+        output_tokens=wire_int(raw.get("completion_tokens")),
         cache_read_tokens=cached,
-        reasoning_tokens=_int(completion.get("reasoning_tokens")) if isinstance(completion, dict) else 0,
+        reasoning_tokens=wire_int(completion.get("reasoning_tokens")) if isinstance(completion, dict) else 0,
         cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
         requests=1,
     )
@@ -367,7 +363,7 @@ class OpenAIStreamParser:
             self._usage = parse_usage(usage)  # running totals (vLLM) replace, never add
         choices = payload.get("choices")
         for choice in choices if isinstance(choices, list) else ():
-            if isinstance(choice, dict) and _int(choice.get("index")) == 0:
+            if isinstance(choice, dict) and wire_int(choice.get("index")) == 0:
                 self._choice(choice, batch)
 
     def _choice(self, choice: dict[str, Any], batch: EventBatch) -> None:

@@ -46,7 +46,7 @@ from typing import Any, Literal
 from .. import errors as _errors
 from ..atomic import atomic_write
 from ..errors import AgentError, ErrorInfo, ProviderError, UserError
-from ..jsonl import append_line, json_line, open_for_append
+from ..jsonl import Policy, append_line, json_line, open_for_append, read_lines
 from ..messages import Message
 from ..model import PROVIDER_EVENT_ADAPTER, ModelRequest, Provider, ProviderEvent, open_stream
 from ..redact import known_secrets, map_strings, redact, redact_strings
@@ -75,6 +75,17 @@ DEFAULT_RERECORD_HINT = (
     "If the change is intended, record the cassette again against a real model: "
     "ReplayModel(model, cassette=..., mode='record'); in a notebook, run it with IPYAGENT_REPLAY=record "
     "(or `%agent cassette record`) and save it."
+)
+
+
+#: Replay is only as right as its cassette: a damaged line stops it. A torn last line is the request
+#: in flight when the recording died; replaying reaches the end of the cassette there.
+POLICY = Policy(
+    what="cassette",
+    damaged="raise",
+    torn="the request it held will be reported as past the end of the cassette",
+    hint="Record the cassette again (or restore it from version control).",
+    code="cassette_damaged",
 )
 
 
@@ -517,17 +528,9 @@ def _error_from(record: dict[str, Any]) -> BaseException:
 # -- reading -------------------------------------------------------------------------------------
 
 
-def _is_json(line: bytes) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
-
-
 def _load(path: Path) -> list[Recording]:
     try:
-        raw = path.read_bytes()
+        handle = path.open("rb")
     except FileNotFoundError:
         raise UserError(
             f"No cassette at {path}: there is nothing to replay.",
@@ -535,56 +538,40 @@ def _load(path: Path) -> list[Recording]:
             "IPYAGENT_REPLAY=record or `%agent cassette record`), or point to the right file.",
             code="cassette_missing",
         ) from None
-    lines = raw.split(b"\n")
-    # After the last newline: nothing, a write cut short, or a whole line whose newline an
-    # editor stripped (kept).
-    torn = lines.pop() if lines else b""
-    if torn.strip() and _is_json(torn):
-        lines.append(torn)
-    elif torn.strip():
-        warnings.warn(
-            f"{path.name}: skipped a torn last line ({len(torn)} bytes, a write cut short); "
-            "the request it held will be reported as past the end of the cassette.",
-            CassetteWarning,
-            stacklevel=4,
-        )
-    records: list[Recording] = []
     previous: dict[str, Any] | None = None
     version = VERSION
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            if number == 1:  # the header
-                if not isinstance(data, dict) or data.get("format") != FORMAT:
-                    raise ValueError("this is not an ipyagent cassette (no header line)")
-                version = int(data.get("version", 0))
-                if version > VERSION:
-                    raise ValueError(f"written by a newer ipyagent (version {data['version']}): upgrade")
-                continue
-            request = dict(data["request"])
-            for key in data.get("same", ()):
-                request[key] = previous[key] if previous is not None else None
-            reuse = int(data.get("reuse", 0))
-            request["messages"] = [*(previous["messages"][:reuse] if previous else []), *request["messages"]]
-            record = Recording(
-                model_id=data["model_id"],
-                context_limit=data.get("context_limit"),
-                request=request,
-                events=list(data["events"]),
-                error=data.get("error"),
-                cancelled=bool(data.get("cancelled")),
-                has_tool_choice=version >= 2,
-            )
-            for event in record.events:  # fail now, with a line number, not mid-replay
-                PROVIDER_EVENT_ADAPTER.validate_python(event)
-        except Exception as exc:
-            raise UserError(
-                f"{path} is damaged at line {number}: {type(exc).__name__}: {str(exc)[:200]}",
-                hint="Record the cassette again (or restore it from version control).",
-                code="cassette_damaged",
-            ) from exc
+
+    def parse(line: bytes, number: int) -> Recording | None:
+        nonlocal previous, version
+        data = json.loads(line)
+        if number == 1:  # the header
+            if not isinstance(data, dict) or data.get("format") != FORMAT:
+                raise ValueError("this is not an ipyagent cassette (no header line)")
+            version = int(data.get("version", 0))
+            if version > VERSION:
+                raise ValueError(f"written by a newer ipyagent (version {data['version']}): upgrade")
+            return None
+        request = dict(data["request"])
+        for key in data.get("same", ()):
+            request[key] = previous[key] if previous is not None else None
+        reuse = int(data.get("reuse", 0))
+        request["messages"] = [*(previous["messages"][:reuse] if previous else []), *request["messages"]]
+        record = Recording(
+            model_id=data["model_id"],
+            context_limit=data.get("context_limit"),
+            request=request,
+            events=list(data["events"]),
+            error=data.get("error"),
+            cancelled=bool(data.get("cancelled")),
+            has_tool_choice=version >= 2,
+        )
+        for event in record.events:  # fail now, with a line number, not mid-replay
+            PROVIDER_EVENT_ADAPTER.validate_python(event)
         previous = request
-        records.append(record)
-    return records
+        return record
+
+    with handle:
+        read = read_lines(handle, path, parse, POLICY)
+    for note in read.notes:  # only a torn last line: a damaged one raised
+        warnings.warn(note, CassetteWarning, stacklevel=4)
+    return read.records
