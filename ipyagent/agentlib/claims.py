@@ -10,8 +10,9 @@ for ``12.3456``), as a percentage (``12.3%`` for ``0.1234``), or with its sign i
 ("fell by 3.5" for ``-3.5``); a named value when an output holds it, whatever its case.
 
 What is not a claim: a number or name the question itself gave (it is quoted, not computed), a
-list's item number, anything inside a fenced code block. Arguments of the tool calls are not
-sources: a number in the code the model ran is an input, not a result.
+list's item number, a number that begins a compound word (``2-dimensional``), anything inside
+a fenced code block. Arguments of the tool calls are not sources: a number in the code the model
+ran is an input, not a result.
 
 :func:`trace_claims` returns a :class:`Claim` per claim, with the :class:`Source` it was found in
 or ``None``; a run's :class:`~ipyagent.agentlib.result.RunResult` carries them as ``claims``.
@@ -58,10 +59,11 @@ _SCALES = {"%": 1.0, "percent": 1.0, "k": 1e3, "thousand": 1e3, "m": 1e6, "milli
 _SCALES |= {"bn": 1e9, "b": 1e9, "billion": 1e9}
 # A number as prose writes it: a sign (ASCII or the minus sign), digits with or without thousands
 # separators, decimals, an exponent, and a percent sign or a scale word. Not part of a name
-# (``x2``, ``col_1``) or of a dotted version (``3.11.7``).
+# (``x2``, ``col_1``), of a dotted version (``3.11.7``) or of a compound word (``2-dimensional``,
+# ``64-bit``: a description, not a result).
 _NUMBER = re.compile(
     r"(?<![\w.])(?P<sign>[-−+])?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<dec>\d+))?(?:[eE](?P<exp>[-+]?\d+))?"
-    r"(?P<scale>\s?%|\s?(?:percent|thousand|million|billion)\b|(?:bn|[kKMB])\b)?(?!\w|\.\d)"
+    r"(?P<scale>\s?%|\s?(?:percent|thousand|million|billion)\b|(?:bn|[kKMB])\b)?(?!\w|\.\d|-[^\W\d])"
 )
 _DATE = re.compile(r"(?<![\w-])\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?(?![\w-])")
 _MARKED = re.compile(r"`([^`\n]{1,80})`|\*\*([^*\n]{1,80})\*\*")

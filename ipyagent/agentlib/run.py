@@ -700,8 +700,11 @@ class AgentRun:
 
     def _finish(self, status: Literal["completed", "exhausted"], message: str = "") -> RunResult:
         text = self._final_text()
+        claims = trace_claims(text, self.messages, self.prompt) if status == "completed" else ()
         self._emit(
-            RunFinished(run_id=self.run_id, status=status, text=text, usage=self.usage, message=message)
+            RunFinished(
+                run_id=self.run_id, status=status, text=text, usage=self.usage, message=message, claims=claims
+            )
         )
         return RunResult(
             run_id=self.run_id,
@@ -711,7 +714,7 @@ class AgentRun:
             usage=self.usage,
             reason=message,
             output=(self._typed.value if self._typed else text) if status == "completed" else None,
-            claims=trace_claims(text, self.messages, self.prompt) if status == "completed" else (),
+            claims=claims,
         )
 
     def _failed(self, error: ErrorInfo) -> RunResult:
