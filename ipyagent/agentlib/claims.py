@@ -16,6 +16,8 @@ ran is an input, not a result.
 
 :func:`trace_claims` returns a :class:`Claim` per claim, with the :class:`Source` it was found in
 or ``None``; a run's :class:`~ipyagent.agentlib.result.RunResult` carries them as ``claims``.
+With ``Agent(verify=True)`` the loop asks an :class:`UntracedCheck`, as the run would complete,
+whether to ask the model once more for the numbers no output shows.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 
 from .messages import Message, ToolCallBlock, ToolResultBlock
 
-__all__ = ["Claim", "Source", "claims_summary", "trace_claims"]
+__all__ = ["Claim", "Source", "UntracedCheck", "VerifyRequest", "claims_summary", "trace_claims"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,40 @@ def claims_summary(claims: Sequence[Claim]) -> str:
     traced = len(claims) - len(untraced)
     line = f"traced: {traced} of {len(claims)} values in the answer come from tool outputs"
     return line + (f"; not found in any: {', '.join(untraced)}" if untraced else "")
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    """What ``verify`` says before a run completes: the warning the user sees, the message the
+    model reads."""
+
+    warning: str
+    prompt: str
+
+
+class UntracedCheck:
+    """``verify``: once per run, when the answer the run would end with has numbers that no tool
+    output shows, the request to compute them with a tool or correct the answer. Once: a model
+    that cannot trace them the second time is not asked again; its answer's claims say so."""
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def check(self, answer: str, messages: Sequence[Message], question: str) -> VerifyRequest | None:
+        if self.asked:
+            return None
+        self.asked = True
+        claims = trace_claims(answer, messages, question)
+        untraced = ", ".join(c.text for c in claims if c.kind == "number" and not c.traced)
+        if not untraced:
+            return None
+        return VerifyRequest(
+            warning=f"Asking the model to compute {untraced} (verify): no tool output shows them.",
+            prompt=(
+                f"These numbers in your answer are not in any tool output of this run: {untraced}. "
+                "Compute them with a tool, or correct the answer; then give the whole answer again."
+            ),
+        )
 
 
 def _outputs(messages: Sequence[Message]) -> list[tuple[str, str, str]]:
