@@ -56,7 +56,7 @@ from .request_redaction import RequestRedactor, redact_requests_default
 from .result import RunResult
 from .retry import RetryPolicy
 from .run import AgentRun
-from .run_config import RunConfig
+from .run_config import RunConfig, check_run_options
 from .sessions import Session
 from .system_prompt import build_system_prompt
 from .tool_choice import ToolChoicePolicy, call_named_tools, check_tool_choice
@@ -130,6 +130,9 @@ class Agent:
             which models (see :mod:`ipyagent.agentlib.delegation`).
         plugins: Plugins whose context, tools and hooks join each run (``agent.plugins``, by
             name; see :mod:`ipyagent.agentlib.plugins`): e.g. ``[Summaries(), Memory()]``.
+        verify: Before a run completes with numbers in its answer that no tool output of the
+            run shows, ask the model once to compute them with a tool or correct the answer
+            (``result.claims`` says which are traced; see :mod:`ipyagent.agentlib.claims`).
     """
 
     def __init__(
@@ -165,17 +168,9 @@ class Agent:
         mcp: McpServers | Mapping[str, Any] | bool | None = None,
         delegate: bool | Delegation = False,
         plugins: Plugins | Sequence[Plugin] = (),
+        verify: bool = False,
     ) -> None:
-        if max_turns < 1:
-            raise UserError(
-                "max_turns must be at least 1.", hint="Pass e.g. max_turns=50.", code="invalid_option"
-            )
-        if compact_threshold is not None and not 0 < compact_threshold <= 1:
-            raise UserError(
-                f"compact_threshold must be between 0 and 1, not {compact_threshold}.",
-                hint="Pass e.g. compact_threshold=0.85, or None to compact only on overflow.",
-                code="invalid_option",
-            )
+        check_run_options(max_turns=max_turns, compact_threshold=compact_threshold)
         self._bus = EventBus()
         self._models = ModelSlots(model, utility_model)
         self._settings = ModelSettings(
@@ -192,6 +187,7 @@ class Agent:
         self.retry = retry or RetryPolicy()
         self.hooks = hooks or Hooks()
         self.plugins = Plugins.of(plugins)
+        self.verify = verify
         self.redact_requests = redact_requests_default() if redact_requests is None else redact_requests
         self.max_repeated_calls = max_repeated_calls
         self.max_consecutive_failures = max_consecutive_failures
@@ -662,12 +658,7 @@ class Agent:
     ) -> RunConfig:
         """What a run reads of this agent, fixed for the run (the tools and their system prompt
         included); ``tool_choice`` replaces the agent's; ``output_type`` asks for a typed answer."""
-        if output_retries < 0:
-            raise UserError(
-                f"output_retries must be 0 or more, not {output_retries}.",
-                hint="Pass e.g. output_retries=2.",
-                code="invalid_option",
-            )
+        check_run_options(output_retries=output_retries)
         tools = self._tools_for_run()
         output = output_spec(output_type, taken=[t.name for t in tools])
         utility = self.utility_provider if provider is self.provider else None
@@ -698,6 +689,7 @@ class Agent:
             output=output,
             output_retries=output_retries,
             plugins=self.plugins.active(),
+            verify=self.verify,
         )
 
     @property
@@ -765,6 +757,7 @@ class Agent:
             "mcp": self._mcp if self._mcp is not None else False,
             "delegate": self._delegation or False,
             "plugins": self.plugins,
+            "verify": self.verify,
         }
 
     def _require_writable(self, what: str) -> None:

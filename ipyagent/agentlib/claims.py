@@ -10,11 +10,14 @@ for ``12.3456``), as a percentage (``12.3%`` for ``0.1234``), or with its sign i
 ("fell by 3.5" for ``-3.5``); a named value when an output holds it, whatever its case.
 
 What is not a claim: a number or name the question itself gave (it is quoted, not computed), a
-list's item number, anything inside a fenced code block. Arguments of the tool calls are not
-sources: a number in the code the model ran is an input, not a result.
+list's item number, a number that begins a compound word (``2-dimensional``), anything inside
+a fenced code block. Arguments of the tool calls are not sources: a number in the code the model
+ran is an input, not a result.
 
 :func:`trace_claims` returns a :class:`Claim` per claim, with the :class:`Source` it was found in
 or ``None``; a run's :class:`~ipyagent.agentlib.result.RunResult` carries them as ``claims``.
+With ``Agent(verify=True)`` the loop asks an :class:`UntracedCheck`, as the run would complete,
+whether to ask the model once more for the numbers no output shows.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 
 from .messages import Message, ToolCallBlock, ToolResultBlock
 
-__all__ = ["Claim", "Source", "claims_summary", "trace_claims"]
+__all__ = ["Claim", "Source", "UntracedCheck", "VerifyRequest", "claims_summary", "trace_claims"]
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,11 @@ _SCALES = {"%": 1.0, "percent": 1.0, "k": 1e3, "thousand": 1e3, "m": 1e6, "milli
 _SCALES |= {"bn": 1e9, "b": 1e9, "billion": 1e9}
 # A number as prose writes it: a sign (ASCII or the minus sign), digits with or without thousands
 # separators, decimals, an exponent, and a percent sign or a scale word. Not part of a name
-# (``x2``, ``col_1``) or of a dotted version (``3.11.7``).
+# (``x2``, ``col_1``), of a dotted version (``3.11.7``) or of a compound word (``2-dimensional``,
+# ``64-bit``: a description, not a result).
 _NUMBER = re.compile(
     r"(?<![\w.])(?P<sign>[-−+])?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<dec>\d+))?(?:[eE](?P<exp>[-+]?\d+))?"
-    r"(?P<scale>\s?%|\s?(?:percent|thousand|million|billion)\b|(?:bn|[kKMB])\b)?(?!\w|\.\d)"
+    r"(?P<scale>\s?%|\s?(?:percent|thousand|million|billion)\b|(?:bn|[kKMB])\b)?(?!\w|\.\d|-[^\W\d])"
 )
 _DATE = re.compile(r"(?<![\w-])\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?(?![\w-])")
 _MARKED = re.compile(r"`([^`\n]{1,80})`|\*\*([^*\n]{1,80})\*\*")
@@ -117,6 +121,40 @@ def claims_summary(claims: Sequence[Claim]) -> str:
     traced = len(claims) - len(untraced)
     line = f"traced: {traced} of {len(claims)} values in the answer come from tool outputs"
     return line + (f"; not found in any: {', '.join(untraced)}" if untraced else "")
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    """What ``verify`` says before a run completes: the warning the user sees, the message the
+    model reads."""
+
+    warning: str
+    prompt: str
+
+
+class UntracedCheck:
+    """``verify``: once per run, when the answer the run would end with has numbers that no tool
+    output shows, the request to compute them with a tool or correct the answer. Once: a model
+    that cannot trace them the second time is not asked again; its answer's claims say so."""
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def check(self, answer: str, messages: Sequence[Message], question: str) -> VerifyRequest | None:
+        if self.asked:
+            return None
+        self.asked = True
+        claims = trace_claims(answer, messages, question)
+        untraced = ", ".join(c.text for c in claims if c.kind == "number" and not c.traced)
+        if not untraced:
+            return None
+        return VerifyRequest(
+            warning=f"Asking the model to compute {untraced} (verify): no tool output shows them.",
+            prompt=(
+                f"These numbers in your answer are not in any tool output of this run: {untraced}. "
+                "Compute them with a tool, or correct the answer; then give the whole answer again."
+            ),
+        )
 
 
 def _outputs(messages: Sequence[Message]) -> list[tuple[str, str, str]]:

@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .claims import Claim
 from .deprecation import retired_names
 from .errors import ErrorInfo
 from .messages import FinishReason, Message
@@ -44,6 +45,7 @@ __all__ = [
     "AskUserRequired",
     "AttachmentSent",
     "BlockedByPolicy",
+    "Claim",
     "CompactionCompleted",
     "CompactionStarted",
     "MapProgress",
@@ -99,7 +101,9 @@ class RunStarted(_Event):
 
 
 class RunFinished(_Event):
-    """The run ended on its own: ``completed``, or ``exhausted`` when max_turns ran out."""
+    """The run ended on its own: ``completed``, or ``exhausted`` when max_turns ran out.
+    ``claims``: the numbers and named values of a completed run's answer, traced to its tool
+    outputs (see :mod:`~ipyagent.agentlib.claims`)."""
 
     type: Literal["run_finished"] = "run_finished"
     run_id: str
@@ -107,6 +111,7 @@ class RunFinished(_Event):
     text: str
     usage: Usage
     message: str = ""
+    claims: tuple[Claim, ...] = ()
 
 
 class RunFailed(_Event):

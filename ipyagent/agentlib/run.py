@@ -29,7 +29,7 @@ from .asks import Inbox, PendingAnswers
 from .attachments import attachment_label
 from .budget import Hold, Spending, TokenLedger, spent_tokens
 from .bus import EventBus
-from .claims import trace_claims
+from .claims import UntracedCheck, trace_claims
 from .compaction import compact_conversation, split_point
 from .control_files import CONTROL_HINT, control_changes, control_denied, control_refusal, control_warning
 from .conversation import Conversation
@@ -170,6 +170,7 @@ class AgentRun:
         )
         self._redactor = RequestRedactor() if config.redact_requests else None
         self._typed = AnswerCheck(config.output, config.output_retries) if config.output else None
+        self._verify = UntracedCheck() if config.verify else None
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -231,6 +232,11 @@ class AgentRun:
                         continue
                     if config.output is not None and (again := self._read_answer(reply)) is not None:
                         self._commit(again)
+                        continue
+                    verify = self._verify if self.turn < config.max_turns else None  # room for one more
+                    if verify and (ask := verify.check(self._final_text(), self.messages, self.prompt)):
+                        self._emit(RunWarning(code="verify", message=ask.warning))
+                        self._commit(Message.user(ask.prompt))
                         continue
                     return self._finish("completed")
                 results = await self._run_tools(reply.tool_calls)
@@ -700,8 +706,11 @@ class AgentRun:
 
     def _finish(self, status: Literal["completed", "exhausted"], message: str = "") -> RunResult:
         text = self._final_text()
+        claims = trace_claims(text, self.messages, self.prompt) if status == "completed" else ()
         self._emit(
-            RunFinished(run_id=self.run_id, status=status, text=text, usage=self.usage, message=message)
+            RunFinished(
+                run_id=self.run_id, status=status, text=text, usage=self.usage, message=message, claims=claims
+            )
         )
         return RunResult(
             run_id=self.run_id,
@@ -711,7 +720,7 @@ class AgentRun:
             usage=self.usage,
             reason=message,
             output=(self._typed.value if self._typed else text) if status == "completed" else None,
-            claims=trace_claims(text, self.messages, self.prompt) if status == "completed" else (),
+            claims=claims,
         )
 
     def _failed(self, error: ErrorInfo) -> RunResult:

@@ -2,7 +2,8 @@
 
 The :class:`~ipyagent.agentlib.agent.Agent` builds it; a run (:mod:`.run`), a map's items
 (:mod:`.maps`, :mod:`.executors`) and a sub-agent (:mod:`.delegation`) receive it. It holds no
-state of a run and starts nothing.
+state of a run and starts nothing. :func:`check_run_options` refuses the limits a run cannot
+work with, as the agent is given them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .budget import Budget
+from .errors import UserError
 from .hooks import Hooks
 from .model import ModelSettings, Provider, ToolChoice
 from .output import OutputSpec
@@ -22,7 +24,7 @@ from .tool_choice import ToolChoicePolicy, call_named_tools
 from .tool_sources import ToolSource
 from .tools import Tool
 
-__all__ = ["RunConfig"]
+__all__ = ["RunConfig", "check_run_options"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +72,9 @@ class RunConfig:
     depth: int = 0
     #: Called as the run starts, after each model turn and at its end (see plugins.py).
     plugins: tuple[Plugin, ...] = ()
+    #: Before the run completes, ask the model once to compute the numbers of its answer that
+    #: no tool output shows, or to correct them (see claims.py).
+    verify: bool = False
 
     @property
     def utility_provider(self) -> Provider:
@@ -84,3 +89,25 @@ class RunConfig:
         output = self.output.instructions if self.output else ""
         schemas = "".join(json.dumps(t.spec.parameters) + t.spec.description for t in self.tools)
         return self.system + output + schemas
+
+
+def check_run_options(
+    *, max_turns: int = 1, compact_threshold: float | None = None, output_retries: int = 0
+) -> None:
+    """Raise a :class:`UserError` that names the fix for a limit a run cannot work with (the
+    defaults pass: check only what was given)."""
+    if max_turns < 1:
+        hint = "Pass e.g. max_turns=50."
+        raise UserError("max_turns must be at least 1.", hint=hint, code="invalid_option")
+    if compact_threshold is not None and not 0 < compact_threshold <= 1:
+        raise UserError(
+            f"compact_threshold must be between 0 and 1, not {compact_threshold}.",
+            hint="Pass e.g. compact_threshold=0.85, or None to compact only on overflow.",
+            code="invalid_option",
+        )
+    if output_retries < 0:
+        raise UserError(
+            f"output_retries must be 0 or more, not {output_retries}.",
+            hint="Pass e.g. output_retries=2.",
+            code="invalid_option",
+        )

@@ -26,6 +26,8 @@ HELP = """\
   --plugins LIST           memory (notes the agent files and recalls, kept in .ipyagent/memory/)
                            and summaries (earlier conversations' summaries told to new ones), or
                            none (default: c.AgentMagics.plugins; see docs/plugins.md)
+  --verify                 before the run ends, ask the model once to compute the numbers of its
+                           answer that no tool output shows (or to correct them)
   --quiet                  show nothing while running
 
 %agent chat [options]      a chat widget on the current conversation (options as for %%agent)

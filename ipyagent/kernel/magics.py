@@ -187,6 +187,7 @@ class AgentMagics(Magics):
     )
     @argument("--plugins", default=None, help="Plugins for this run: memory,summaries or none.")
     @argument("--quiet", action="store_true", help="Show nothing while the run is in progress.")
+    @argument("--verify", action="store_true", help="Ask the model once to compute untraced numbers.")
     @argument(
         "command",
         nargs="*",
@@ -272,6 +273,7 @@ class AgentMagics(Magics):
         )
         agent.auto_approve = bool(args.yes or self.auto_approve)
         agent.can_write = not args.read_only
+        agent.verify = bool(getattr(args, "verify", False))
         agent.max_turns = args.max_turns or self.max_turns
         from ..agentlib.budget import Budget
 

@@ -17,6 +17,7 @@ from typing_extensions import assert_never
 from ..agentlib import events as ev
 from ..agentlib.events import AgentEvent
 from ..agentlib.result import RunResult
+from ..widgets.claim_marks import untraced_note, untraced_text
 from ..widgets.reducer import ViewReducer
 from ..widgets.text import block_markdown, block_plain, call_label, nested_blocks
 from ..widgets.view_state import Block, MimeBundle
@@ -62,6 +63,7 @@ class DisplayRenderer:
         self._show_thinking = show_thinking
         self._reducer = ViewReducer()
         self._shown: set[str] = set()
+        self._traced: set[str] = set()  # text blocks whose claims (set as the run ends) were shown
 
     def handle(self, event: AgentEvent) -> None:
         self._reducer.feed(event)
@@ -72,6 +74,12 @@ class DisplayRenderer:
     def _show_complete(self) -> None:
         blocks = self._reducer.state["blocks"]
         for block in blocks:
+            if block["kind"] == "text" and "claims" in block and block["id"] not in self._traced:
+                self._traced.add(block["id"])
+                # A text shown when it ended learns its claims only as the run ends: outputs
+                # are never updated (see above), so what is untraced is an output of its own.
+                if block["id"] in self._shown and (note := untraced_note(block)):
+                    self._display(Output(note, note))
             if block["id"] in self._shown or not _complete(block):
                 continue
             self._shown.add(block["id"])
@@ -203,6 +211,8 @@ class TerminalRenderer:
     def finish(self, result: RunResult | None) -> None:
         if result is not None and result.status == "exhausted":
             print(f"⚠ {result.reason}")
+        if result is not None and (note := untraced_text([c.text for c in result.claims if not c.traced])):
+            print(note)
 
 
 class QuietRenderer:

@@ -21,6 +21,7 @@ from typing_extensions import Unpack, assert_never
 
 from ..agentlib import events as ev
 from ..agentlib.messages import Message, TextBlock, ToolCallBlock
+from .claim_marks import claim_views
 from .view_state import (
     Block,
     BlockFields,
@@ -352,6 +353,9 @@ class ViewReducer:
             )
         elif isinstance(event, ev.RunFinished):
             self._end_streaming()
+            run = f"r{self._run}."  # the answer's claims, on the blocks that show it
+            for block_id, claims in claim_views(self.state["blocks"], event, run):
+                self._set(block_id, claims=claims)
             if event.status == "exhausted" and event.message:
                 self._add({"id": f"w{len(self.state['blocks'])}", "kind": "warning", "text": event.message})
             self._top(status=event.status)

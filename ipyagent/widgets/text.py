@@ -16,6 +16,7 @@ from typing import Any
 
 from typing_extensions import assert_never
 
+from .claim_marks import untraced_note
 from .view_state import Block, ToolBlock, ViewState
 
 __all__ = ["block_markdown", "block_plain", "call_label", "nested_blocks", "plain_text", "top_blocks"]
@@ -65,7 +66,8 @@ def _block_plain(block: Block) -> str:
     if block["kind"] == "user":
         return f"» {block['text']}"
     if block["kind"] == "text":
-        return block["text"]
+        note = untraced_note(block)
+        return f"{block['text']}\n{note}" if note else block["text"]
     if block["kind"] == "thinking":
         return f"💭 {block['text']}"
     if block["kind"] == "tool":
@@ -97,7 +99,8 @@ def block_markdown(block: Block, blocks: Sequence[Block] = ()) -> str:
 
 def _block_markdown(block: Block) -> str:
     if block["kind"] == "text":
-        return block["text"]
+        note = untraced_note(block)
+        return f"{block['text']}\n\n{note}" if note else block["text"]
     if block["kind"] == "thinking":
         return "\n".join(f"> {line}" for line in f"💭 {block['text']}".splitlines())
     if block["kind"] == "tool":

@@ -30,6 +30,8 @@ __all__ = [
     "AppendPatch",
     "Block",
     "BlockFields",
+    "ClaimSourceView",
+    "ClaimView",
     "ErrorBlock",
     "HelloAction",
     "MimeBundle",
@@ -90,6 +92,27 @@ class TextBlock(TypedDict):
     parent: NotRequired[str]  # a sub-agent's block: the id of the delegate card it is shown in
     text: str
     streaming: bool
+    #: The answer's numbers and named values in this text, set when the run completes: each
+    #: marked as traced to a tool output or not (the kernel decided; the view only shows it).
+    claims: NotRequired[list[ClaimView]]
+
+
+class ClaimView(TypedDict):
+    """A claim of the answer as the view marks it: ``text`` as written, and which occurrence of
+    it in the block's text (``nth``, from 0, counted outside fenced code) it is."""
+
+    text: str
+    nth: int
+    kind: Literal["number", "name"]
+    source: ClaimSourceView | None  # None: found in no tool output of the run
+
+
+class ClaimSourceView(TypedDict):
+    """The tool call a claim was found in, and the line of its output."""
+
+    call: str
+    tool: str
+    line: str
 
 
 class ThinkingBlock(TypedDict):
@@ -196,6 +219,7 @@ class BlockFields(TypedDict, total=False):
     caution: str
     answer: str | None
     child: SubagentView | None
+    claims: list[ClaimView]
 
 
 # -- the state of one view -----------------------------------------------------------------------

@@ -5,6 +5,7 @@
 // answers).
 
 import { controlledDetails, formatDuration, formatInt, h, setData, setText, truncate } from "./dom.js";
+import { markClaims, unmarkClaims } from "./claims.js";
 import { StreamingMarkdown } from "./dom_sink.js";
 import { highlightHtml, markdownFragment, sanitizedFragment } from "./markdown.js";
 
@@ -42,11 +43,20 @@ function textBlock() {
   const body = h("div", { class: "ipyagent-md jp-RenderedHTMLCommon" });
   const md = new StreamingMarkdown(body);
   const el = h("div", { class: "ipyagent-text" }, body);
+  let marked = null; // the text and claims the marks were made for
   return {
     el,
     update(b, appended) {
       setData(el, "streaming", b.streaming ? "true" : null);
       md.update(b.text, b.streaming, appended?.get("text"));
+      // A run's claims arrive as it ends, on finished text: mark them once (again only if the
+      // text or the claims change, which re-renders or re-marks).
+      if (b.streaming || (!b.claims?.length && !marked)) return;
+      const claims = JSON.stringify(b.claims ?? []);
+      if (marked && marked.text === b.text && marked.claims === claims) return;
+      unmarkClaims(body);
+      markClaims(body, b.claims ?? []);
+      marked = { text: b.text, claims };
     },
   };
 }

@@ -79,6 +79,11 @@ def test_versions_names_and_identifiers_hold_no_numbers() -> None:
     assert traced("Python 3.11.7 ran col_1 and x2 as of py311.", ran("3")) == {}
 
 
+def test_a_number_that_begins_a_compound_word_describes_and_claims_nothing() -> None:
+    found = traced("A 2-dimensional table of 64-bit floats, 10-20 rows.", ran(""))
+    assert found == {"10": False, "20": False}
+
+
 def test_a_claim_says_where_it_was_found_and_the_summary_what_was_not() -> None:
     [first, second] = trace_claims("Mean 4.5 and max 99.", ran("count 10\nmean 4.50\nmax 7"))
     assert first.source is not None and (first.source.tool, first.source.line) == ("run_python", "mean 4.50")
