@@ -130,7 +130,9 @@ def kernel_dir(work: Path) -> dict[str, str]:
 
 
 def agent_cell(question: Question, model: str | None, context: str | None) -> str:
-    flags = ["-y"]
+    # Its own conversation: the kernels share the workspace, where a conversation is saved and
+    # the next kernel would resume it.
+    flags = ["-y", "-s", question.id]
     if model:
         flags += ["-m", model]
     if context:
@@ -358,25 +360,12 @@ COLUMNS = [
 ]
 
 
-def first_of_each_kind(questions: list[Question], count: int) -> list[Question]:
-    """The first ``count`` questions of each kind: a cheaper run that still covers every kind."""
-    seen: Counter[str] = Counter()
-    kept = []
-    for question in questions:
-        seen[question.kind] += 1
-        if seen[question.kind] <= count:
-            kept.append(question)
-    return kept
-
-
 def main(args: argparse.Namespace) -> None:
     wanted = set(args.kinds.split(",")) if args.kinds else set(KINDS)
     unknown = wanted - set(KINDS)
     if unknown:
         raise SystemExit(f"Unknown kinds {sorted(unknown)}; the kinds are {', '.join(KINDS)}.")
     questions = [q for q in QUESTIONS if q.kind in wanted]
-    if args.per_kind:
-        questions = first_of_each_kind(questions, args.per_kind)
     questions = questions[: args.limit]
     if args.model:
         model = args.model
@@ -475,7 +464,6 @@ if __name__ == "__main__":
         "--model", default=None, help="model id, e.g. local/qwen2.5-coder-0.5b or openai/gpt-4.1"
     )
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N questions")
-    parser.add_argument("--per-kind", type=int, default=None, help="ask only the first N of each kind")
     parser.add_argument("--kinds", default=None, help=f"comma-separated, of: {','.join(KINDS)}")
     parser.add_argument("--timeout", type=int, default=300, help="seconds a question may take")
     parser.add_argument(

@@ -46,7 +46,8 @@ def test_every_question_names_its_frames_and_only_loaded_ones() -> None:
         assert q.frames and set(q.frames) <= set(LOADERS), q.id
         for frame in q.frames:
             assert f"`{frame}`" in q.text, (q.id, frame)
-        assert agent_cell(q, None, None).startswith("%%agent -y -o _bench_run\n")
+        # Its own conversation in a new kernel: never the one a kernel before it saved.
+        assert agent_cell(q, None, None).startswith(f"%%agent -y -s {q.id} -o _bench_run\n")
 
 
 @pytest.mark.parametrize("question", QUESTIONS, ids=[q.id for q in QUESTIONS])
