@@ -590,7 +590,9 @@ class AgentRun:
     async def _invoke(self, call: ToolCallBlock, tool: Tool, kwargs: dict[str, Any]) -> ToolOutput:
         self._emit(ToolExecuting(call_id=call.id, name=call.name, arguments=jsonable(kwargs)))
         lend = lambda: ParentRun.of(self, call.id)  # noqa: E731 - what a delegate call starts a child with
-        context = RunContext(self.run_id, call.id, call.name, _ask=self._ask_user, _parent=lend)
+        context = RunContext(
+            self.run_id, call.id, call.name, _ask=self._ask_user, _parent=lend, _warn=self._tool_warning
+        )
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         started = time.monotonic()
         try:
@@ -606,6 +608,9 @@ class AgentRun:
         except Exception as exc:
             return _error(f"`{call.name}` raised {type(exc).__name__}: {exc}")
         return to_output(value)
+
+    def _tool_warning(self, code: str, message: str, hint: str) -> None:
+        self._emit(RunWarning(code=code, message=message, hint=hint))
 
     def count_usage(self, usage: Usage) -> None:
         """Count usage spent on this run's behalf elsewhere (a sub-agent's requests): against
