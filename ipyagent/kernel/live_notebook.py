@@ -4,7 +4,8 @@ ipyagent's JupyterLab 4 / Notebook 7 extension (``labext/``, shipped prebuilt in
 opens one comm per open notebook to :data:`~.live_protocol.TARGET`, which ``%load_ext``
 registers here. This module owns those connections: the handshake (a page speaking another
 protocol is told what to do, and never asked anything), which page is asked (the one the user
-turned to last), and requests answered while a cell blocks. It does not own what a request means
+turned to last), requests answered while a cell blocks, and the pages' own requests, passed to
+the handlers the kernel state gives (``undo_variables``). It does not own what a request means
 (:mod:`.live_document` types the answers) nor the tools that use it.
 
 How the page finds the kernel, in either order of starting: at ``%load_ext`` the kernel opens an
