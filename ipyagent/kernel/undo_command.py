@@ -1,9 +1,10 @@
 """``%agent undo [RUN]``: undo a run's changes — the cells, in the page that shows the notebook,
 and the variables, in this kernel (:mod:`.variable_checkpoint`).
 
-Which run: ``RUN`` when given; else the page's latest run with changes left, and where no page
-can undo cells (headless, a classic front end, a page of another release) or the page has none
-left, the latest run whose variables are left to undo. Where the cells cannot be undone the
+Which run: ``RUN`` when given; else the page's latest run with changes left to the cells (a later
+run that changed only variables is named in the report), and where no page can undo cells
+(headless, a classic front end, a page of another release) or the page has none left, the latest
+run whose variables are left to undo. Where the cells cannot be undone the
 variables still are, and the report says why the cells were not.
 """
 
@@ -51,7 +52,12 @@ def undo_command(state: KernelState, run: str | None) -> str:
     target = answer.run if answer is not None else run or state.variables.latest()
     variables = state.variables.undo(target) if target else None
     if answer is not None:
-        return undo_run_report(answer, variables)
+        report = undo_run_report(answer, variables)
+        later = state.variables.newer(answer.run) if run is None else ()
+        if later:  # a run that changed only variables is not among the page's runs
+            runs = ", ".join(later)
+            report += f"\nA later run changed variables too ({runs}): %agent undo {later[-1]} puts them back."
+        return report
     if variables is None or not variables.anything:
         raise UserError(f"Nothing was undone: {why_not}.", hint=hint, code="user_error")
     lines = [f"Undid run {variables.run}'s variables in this kernel."]

@@ -359,6 +359,8 @@ class VariableCheckpoints:
         #: The cap as configured ("" : :data:`CAP_ENV`, else :func:`default_cap`).
         self.limit = ""
         self._runs: dict[str, _Run] = {}  # oldest first
+        #: The runs that ended, in order (``%%agent`` says so, whether their code changed anything).
+        self._ended: list[str] = []
         self._forgotten: set[str] = set()
         self._lock = threading.Lock()
         self._active: CallCheckpoint | None = None
@@ -478,6 +480,7 @@ class VariableCheckpoints:
     def finish(self, run_id: str) -> None:
         """The run ended: drop the copies of what it did not change."""
         with self._lock:
+            self._ended = [*self._ended[-(4 * MAX_RUNS) :], run_id]
             run = self._runs.get(run_id)
             if run is not None:
                 self._finish(run)
@@ -502,6 +505,15 @@ class VariableCheckpoints:
                 if run.changed():
                     return run.run_id
         return None
+
+    def newer(self, run_id: str) -> tuple[str, ...]:
+        """The runs with variables left to undo that ended after ``run_id`` (none when this
+        kernel did not see ``run_id`` end)."""
+        with self._lock:
+            if run_id not in self._ended:
+                return ()
+            after = self._ended[self._ended.index(run_id) + 1 :]
+            return tuple(r for r in after if r in self._runs and self._runs[r].changed())
 
     def changed_names(self, run_id: str) -> tuple[str, ...]:
         with self._lock:

@@ -112,3 +112,34 @@ def test_the_pages_undo_variables_request_puts_them_back(jupyter_env: Path) -> N
         }
     ]
     assert text_of(outputs).strip() == "True 1 False"
+
+
+def test_agent_undo_with_a_page_puts_back_the_cells_there_and_the_variables_here(jupyter_env: Path) -> None:
+    kernel = Kernel(jupyter_env)
+    try:
+        page = Page(kernel)
+        page.run(SETUP + model(CODE))
+        page.open()
+        page.settle()
+        reply, outputs = page.run(AGENT)
+        assert reply["status"] == "ok", text_of(outputs)
+        _, outputs = page.run("print(res.run_id)")
+        first = text_of(outputs).strip()
+        # A later run that changes only variables: the page knows no cells of it.
+        page.run("m.add([tool_call('run_python', {'code': 'z = 1'})], 'Done.')")
+        page.run(AGENT)
+        _, outputs = page.run("print(res.run_id)")
+        later = text_of(outputs).strip()
+        page.answers["undo_run"] = {"run": first, "undone": [{"cell_id": "c1", "index": 0}], "kept": []}
+        reply, outputs = page.run("%agent undo")
+        assert reply["status"] == "ok", text_of(outputs)
+        _, check = page.run(CHECK + "\nprint(z)")
+    finally:
+        kernel.close()
+    assert [r["params"] for r in page.requests if r["method"] == "undo_run"] == [{"run": None}]
+    assert text_of(outputs).splitlines() == [
+        f"Undid run {first} in the live notebook: put back 1 cell.",
+        "Variables: put back df, x; removed y (the run created them).",
+        f"A later run changed variables too ({later}): %agent undo {later} puts them back.",
+    ]
+    assert text_of(check).splitlines() == ["True 1 False", "1"]
