@@ -19,11 +19,13 @@ How a run's checkpoint is made, per call of the agent's code, on the kernel's ma
   rebound or deleted get their old object back.
 - *Mutation* needs a copy taken before the code runs: every name the code mentions (reads,
   assigns, augments, stores into, deletes) that holds a mutable value is copied — a pandas object
-  with ``copy(deep=True)``, a numpy array with ``.copy()``, anything else with ``copy.deepcopy`` —
-  once per run and object (a second call of the same run, or a second name for the same object,
-  reuses the copy). After the call a content check (``DataFrame.equals``, ``array_equal``, ``==``)
-  says whether it changed; at the end of the run the copies of objects that did not change are
-  dropped, so a checkpoint holds only what an undo needs.
+  shallow under pandas' copy-on-write (the code's first write to a block copies that block; no
+  cost before), else with ``copy(deep=True)``; a numpy array with ``.copy()``; anything else with
+  ``copy.deepcopy`` — once per run and object (a second call of the same run, or a second name
+  for the same object, reuses the copy). After the call a content check (the same buffers under
+  copy-on-write, else ``DataFrame.equals``, ``array_equal``, ``==``) says whether it changed; at
+  the end of the run the copies of objects that did not change are dropped, so a checkpoint holds
+  only what an undo needs.
 - What cannot be copied (a generator, an open file, a socket, an object whose copy raises) or
   would take the run past its memory cap (:data:`CAP_ENV` / ``%config AgentMagics.undo_memory``;
   by default the smaller of 2 GiB and a quarter of the available memory) is reported before the
@@ -62,6 +64,7 @@ __all__ = [
     "copy_value",
     "default_cap",
     "estimate_bytes",
+    "pandas_copy_on_write",
     "parse_size",
 ]
 
@@ -160,20 +163,61 @@ def estimate_bytes(value: Any) -> int:
     return walk(value)
 
 
+def pandas_copy_on_write() -> bool:
+    """Whether pandas copies on write (always from pandas 3; an option in pandas 2): then no change
+    to one pandas object reaches another that shares its data, and a shallow copy is a snapshot."""
+    pandas = sys.modules.get("pandas")
+    if pandas is None:
+        return False
+    try:
+        return int(pandas.__version__.split(".")[0]) >= 3 or pandas.options.mode.copy_on_write is True
+    except Exception:  # an unusual version string, an option that moved
+        return False
+
+
 def copy_value(value: Any) -> Any:
-    """A copy of ``value`` that later changes to ``value`` do not reach: pandas ``copy(deep=True)``,
-    numpy ``.copy()``, else ``copy.deepcopy``. Raises what the copy raises."""
+    """A copy of ``value`` that later changes to ``value`` do not reach: a pandas object's
+    ``copy(deep=False)`` under pandas' copy-on-write (no time or memory now: the code's first
+    write to a block copies that block, leaving this copy's), else ``copy(deep=True)``; numpy
+    ``.copy()``; else ``copy.deepcopy``. Raises what the copy raises."""
     if _pandas_kind(value):
-        return value.copy(deep=True)
+        if not pandas_copy_on_write():
+            return value.copy(deep=True)
+        saved = value.copy(deep=False)
+        if hasattr(value, "attrs"):  # a plain dict, shared by a shallow copy (an Index has none)
+            saved.attrs = copy.deepcopy(value.attrs)
+        return saved
     if _numpy_array(value):
         return value.copy()
     return copy.deepcopy(value)
+
+
+def _same_buffers(current: Any, saved: Any) -> bool:
+    """Under copy-on-write: whether every column of ``current`` still is ``saved``'s very buffer,
+    which nothing can have written into (a shared buffer is read-only to both). O(columns)."""
+    if type(current) is not type(saved) or current.shape != saved.shape:
+        return False
+    if not current.index.equals(saved.index):
+        return False
+    if hasattr(current, "columns") and not current.columns.equals(saved.columns):
+        return False
+    if current.ndim == 1:
+        pairs = [(current, saved)]
+    else:
+        pairs = [(current.iloc[:, i], saved.iloc[:, i]) for i in range(current.shape[1])]
+    for now, then in pairs:
+        a, b = now.to_numpy(), then.to_numpy()
+        if a.dtype == object or a.__array_interface__ != b.__array_interface__:
+            return False
+    return True
 
 
 def same_content(original: Any, saved: Any) -> bool:
     """Whether ``original`` still holds what ``saved`` (its copy) holds; False when it cannot tell."""
     try:
         if _pandas_kind(original):
+            if pandas_copy_on_write() and hasattr(original, "iloc") and _same_buffers(original, saved):
+                return True
             return type(original) is type(saved) and bool(original.equals(saved))
         if _numpy_array(original):
             import numpy

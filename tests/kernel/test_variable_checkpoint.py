@@ -51,6 +51,28 @@ def test_undo_puts_back_a_mutated_frame_a_rebound_name_and_removes_a_new_one() -
     assert store.undo("r1").anything is False, "a run is undone once"
 
 
+@pytest.mark.parametrize("copy_on_write", [True, False], ids=["copy-on-write", "deep-copy"])
+def test_a_frame_changed_in_place_is_put_back_whether_pandas_copies_on_write_or_not(
+    copy_on_write: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipyagent.kernel import variable_checkpoint
+
+    assert variable_checkpoint.pandas_copy_on_write(), "pandas 3 always copies on write"
+    monkeypatch.setattr(variable_checkpoint, "pandas_copy_on_write", lambda: copy_on_write)
+    df = pd.DataFrame({"a": np.arange(5.0), "b": list("vwxyz")})
+    df.attrs["source"] = "survey"
+    original = df.copy()
+    store, ns = checkpoints(df=df)
+    run(store, ns, "r1", "print(df.a.sum())")
+    [entry] = store._runs["r1"].entries.values()
+    assert not entry.mutated, "a read is no change"
+    run(store, ns, "r1", "df.iloc[-1, 0] = -1.0\ndf.attrs['source'] = 'mine'\ndf.index.name = 'row'")
+    assert entry.mutated
+    store.undo("r1")
+    pd.testing.assert_frame_equal(ns["df"], original)
+    assert ns["df"].attrs == {"source": "survey"}
+
+
 def test_a_frame_is_copied_once_per_run_and_unchanged_copies_are_dropped_at_its_end() -> None:
     df = pd.DataFrame({"a": range(10)})
     store, ns = checkpoints(df=df, alias=df)
