@@ -143,3 +143,29 @@ def test_agent_undo_with_a_page_puts_back_the_cells_there_and_the_variables_here
         f"A later run changed variables too ({later}): %agent undo {later} puts them back.",
     ]
     assert text_of(check).splitlines() == ["True 1 False", "1"]
+
+
+def test_what_a_cell_the_run_ran_changed_is_undone_with_the_run(jupyter_env: Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("n += 1\nprint(n)", id="c-count")]
+    path = jupyter_env / "counter.ipynb"
+    nbformat.write(nb, str(path))
+    kernel = Kernel(jupyter_env, env={"JPY_SESSION_NAME": str(path)})
+    try:
+        setup = (
+            SETUP + "n = 1\nm = ScriptedModel([[tool_call('run_cell', {'cell_id': 'c-count'})], 'It ran.'])"
+        )
+        reply, outputs = kernel.run(setup)
+        assert reply["status"] == "ok", text_of(outputs)
+        reply, outputs = kernel.run("%%agent -y -m m --tools notebook --context none\nRun the counter.")
+        assert reply["status"] == "ok", text_of(outputs)
+        _, before = kernel.run("print(n)")
+        _, said = kernel.run("%agent undo")
+        _, after = kernel.run("print(n)")
+    finally:
+        kernel.close()
+    assert text_of(before).strip() == "2"
+    assert "Variables: put back n." in text_of(said), text_of(said)
+    assert text_of(after).strip() == "1"
