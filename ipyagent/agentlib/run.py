@@ -596,7 +596,8 @@ class AgentRun:
     async def _invoke(self, call: ToolCallBlock, tool: Tool, kwargs: dict[str, Any]) -> ToolOutput:
         self._emit(ToolExecuting(call_id=call.id, name=call.name, arguments=jsonable(kwargs)))
         lend = lambda: ParentRun.of(self, call.id)  # noqa: E731 - what a delegate call starts a child with
-        context = RunContext(self.run_id, call.id, call.name, _ask=self._ask_user, _parent=lend)
+        warn = lambda code, message, hint: self._emit(RunWarning(code=code, message=message, hint=hint))  # noqa: E731
+        context = RunContext(self.run_id, call.id, call.name, _ask=self._ask_user, _parent=lend, _warn=warn)
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         started = time.monotonic()
         try:

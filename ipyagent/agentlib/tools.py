@@ -73,6 +73,13 @@ class RunContext:
     tool_name: str
     _ask: Callable[[str, list[str]], Awaitable[str | None]] = field(repr=False)
     _parent: Callable[[], ParentRun] | None = field(default=None, repr=False)
+    _warn: Callable[[str, str, str], None] | None = field(default=None, repr=False)
+
+    def warn(self, code: str, message: str, hint: str = "") -> None:
+        """Tell the user something that does not stop the call (a ``run_warning`` event), e.g.
+        before a tool's code runs; does nothing outside a run."""
+        if self._warn is not None:
+            self._warn(code, message, hint)
 
     async def ask_user(self, question: str, choices: list[str] | None = None) -> str | None:
         """Ask the person at the keyboard; ``None`` when nobody can answer (a headless run)."""

@@ -40,8 +40,8 @@ HELP = """\
 %agent reset               forget the current conversation
 %agent fix [CELL_ID]       explain the last error (or CELL_ID's) and propose the fix as an edit of that
                            cell, shown as a diff; in JupyterLab with the extension, Keep runs it
-%agent undo [RUN]          undo the latest run's changes to the open notebook (or run RUN's): cells you
-                           changed since stay; the kernel's variables are not rolled back
+%agent undo [RUN]          undo the latest run's changes (or run RUN's): the cells of the open notebook
+                           and the variables its code changed; what you changed since stays
 %agent mcp [list]           MCP servers, their state and tools (see docs/mcp.md)
 %agent mcp add NAME [--trust] [--env K=V] [--header K=V] COMMAND [ARGS...] | URL
                            add a server for this kernel (enabled once you allow it; --trust: now)

@@ -4,7 +4,8 @@ ipyagent's JupyterLab 4 / Notebook 7 extension (``labext/``, shipped prebuilt in
 opens one comm per open notebook to :data:`~.live_protocol.TARGET`, which ``%load_ext``
 registers here. This module owns those connections: the handshake (a page speaking another
 protocol is told what to do, and never asked anything), which page is asked (the one the user
-turned to last), and requests answered while a cell blocks. It does not own what a request means
+turned to last), requests answered while a cell blocks, and the pages' own requests, passed to
+the handlers the kernel state gives (``undo_variables``). It does not own what a request means
 (:mod:`.live_document` types the answers) nor the tools that use it.
 
 How the page finds the kernel, in either order of starting: at ``%load_ext`` the kernel opens an
@@ -31,6 +32,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -45,6 +47,7 @@ from .live_protocol import (
     Hello,
     Method,
     Notice,
+    PageRequest,
     Provenance,
     ReadNotebookParams,
     Request,
@@ -125,10 +128,18 @@ class _Page:
 class LiveNotebook:
     """The channel of one kernel (owned by its :class:`~.state.KernelState`)."""
 
-    def __init__(self, shell: Any, *, version: str | None = None) -> None:
+    def __init__(
+        self,
+        shell: Any,
+        *,
+        version: str | None = None,
+        on_request: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+    ) -> None:
         from ..__about__ import __version__
 
         self.shell = shell
+        #: What answers the pages' requests, by method (the kernel state's, e.g. ``undo_variables``).
+        self.on_request = dict(on_request or {})
         self.version: str = __version__ if version is None else version
         self._lock = threading.Lock()
         self._pages: list[_Page] = []
@@ -312,8 +323,8 @@ class LiveNotebook:
         """Undo every edit of the run ``run_id`` (None: the latest run with changes left) in the
         open document, newest first: sources, order, deleted cells (with their outputs) and
         inserted cells, kept ones too (a run is a checkpoint). A cell the user changed since is
-        left alone (the answer's ``kept``). The kernel's variables are not touched: nothing can
-        roll them back."""
+        left alone (the answer's ``kept``). The kernel's variables are the kernel's own to put
+        back (:class:`~.variable_checkpoint.VariableCheckpoints`)."""
         from .live_document import UndoRunAnswer
 
         params = UndoRunParams(run=run_id)
@@ -392,10 +403,31 @@ class LiveNotebook:
         with self._lock:
             page.seen = next(self._clock)
             page.responsive = True
+        if message["kind"] == "request":
+            self._answer(page, message)
+            return
+        with self._lock:
             if message["kind"] == "response":
                 future = page.pending.pop(message["id"], None)
         if future is not None and not future.done():
             future.set_result(dict(message))
+
+    def _answer(self, page: _Page, request: PageRequest) -> None:
+        """Answer a page's request (on the thread its message came on: a subshell's while a cell
+        runs, else the main thread)."""
+        handler = self.on_request.get(request["method"])
+        response = Response(kind="response", id=request["id"], ok=False)
+        try:
+            if handler is None:
+                raise LookupError(f"this kernel does not answer {request['method']!r}")
+            response = Response(kind="response", id=request["id"], ok=True, result=handler(request["params"]))
+        except Exception as exc:
+            log.debug("ipyagent: a page's request failed", exc_info=True)
+            response["error"] = f"{type(exc).__name__}: {exc}"
+        try:
+            page.comm.send(dict(response))
+        except Exception:  # the page went away: nobody to tell
+            log.debug("ipyagent: could not answer a page's request", exc_info=True)
 
     def _on_close(self, page: _Page) -> None:
         with self._lock:

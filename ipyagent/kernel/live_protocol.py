@@ -33,6 +33,8 @@ __all__ = [
     "MoveOp",
     "Notice",
     "PageMessage",
+    "PageMethod",
+    "PageRequest",
     "Provenance",
     "ReadNotebookParams",
     "ReplaceOp",
@@ -40,6 +42,7 @@ __all__ = [
     "Response",
     "UndoEditParams",
     "UndoRunParams",
+    "UndoVariablesParams",
     "Welcome",
     "answer_hello",
     "mismatch_message",
@@ -59,7 +62,10 @@ __all__ = [
 #: the cell, and its Fix button on a failed cell runs ``%agent fix``; a page of protocol 5 would
 #: show the fix as a plain edit, whose Keep does not run it. ``cell_outputs`` names its run, whose
 #: undo puts back the outputs the cell had before.
-PROTOCOL: Final = 6
+#: 7: the page asks the kernel too (:class:`PageRequest`, answered by a :class:`Response`):
+#: ``undo_variables`` (:class:`UndoVariablesParams`) after "Undo run" puts the run's variables
+#: back; a kernel of protocol 6 would leave the page waiting.
+PROTOCOL: Final = 7
 #: The comm target this kernel registers at ``%load_ext``; the page opens its comm to it.
 TARGET: Final = "ipyagent.notebook"
 #: The comm target of the page: the kernel opens a comm to it to say that ipyagent is loaded,
@@ -67,6 +73,8 @@ TARGET: Final = "ipyagent.notebook"
 ANNOUNCE_TARGET: Final = "ipyagent.notebook.announce"
 
 Method = Literal["read_notebook", "ping", "edit", "undo_edit", "undo_run"]
+#: What a page may ask the kernel.
+PageMethod = Literal["undo_variables"]
 
 
 # Page -> kernel.
@@ -94,7 +102,24 @@ class Focus(TypedDict):
     kind: Literal["focus"]
 
 
-PageMessage = Hello | Response | Focus
+class PageRequest(TypedDict):
+    """The page asks the kernel; the kernel answers with a :class:`Response` of the same ``id``."""
+
+    kind: Literal["request"]
+    id: str
+    method: PageMethod
+    params: dict[str, Any]
+
+
+class UndoVariablesParams(TypedDict):
+    """``undo_variables``: put back the variables run ``run``'s code changed. The answer:
+    ``run``, ``restored`` and ``removed`` (names), ``kept`` (``{name, why}``: a later run changed
+    it too, or it was rebound since) and ``refused`` (why nothing was done, or "")."""
+
+    run: str
+
+
+PageMessage = Hello | Response | Focus | PageRequest
 
 
 # Kernel -> page.
@@ -149,7 +174,7 @@ class CellOutputsParams(TypedDict):
     run: NotRequired[str]
 
 
-KernelMessage = Announce | Welcome | Mismatch | Request | Notice
+KernelMessage = Announce | Welcome | Mismatch | Request | Notice | Response
 
 
 class ReadNotebookParams(TypedDict, total=False):
@@ -267,6 +292,13 @@ def parse_page_message(data: object) -> PageMessage | None:
         return response
     if kind == "focus":
         return Focus(kind="focus")
+    if kind == "request":
+        rid, method, params = data.get("id"), data.get("method"), data.get("params")
+        if not isinstance(rid, str) or method != "undo_variables":
+            return None
+        return PageRequest(
+            kind="request", id=rid, method=method, params=params if isinstance(params, dict) else {}
+        )
     return None
 
 

@@ -137,6 +137,11 @@ class AgentMagics(Magics):
         False,
         help="The agent's code runs as new cells of the notebook (run_new_cell), not hidden in the run.",
     ).tag(config=True)
+    undo_memory = Unicode(
+        "",
+        help="Memory one run's undo checkpoint of the variables may take, e.g. '4GB' ('0': no cap; "
+        "default: $IPYAGENT_UNDO_MEMORY, else the smaller of 2 GiB and a quarter of the free memory).",
+    ).tag(config=True)
     delegate_depth = Int(
         1,
         help="With --tools ...,delegate: levels of sub-agents below a cell's agent "
@@ -272,6 +277,7 @@ class AgentMagics(Magics):
             self._resolve_model(self.utility_model, default=False) if self.utility_model else None
         )
         agent.auto_approve = bool(args.yes or self.auto_approve)
+        self.state.variables.limit = self.undo_memory
         agent.can_write = not args.read_only
         agent.verify = bool(getattr(args, "verify", False))
         agent.max_turns = args.max_turns or self.max_turns
@@ -320,6 +326,7 @@ class AgentMagics(Magics):
             session=agent.session.path.name if agent.session is not None else None,
             cells=self.state.cells,
             code_in_cells=bool(getattr(args, "cells", None) or self.code_in_cells),
+            variables=self.state.variables,
         ):
             agent.add_tool(t)
         from .plugin_command import configure_plugins, plugin_names
@@ -453,6 +460,7 @@ class AgentMagics(Magics):
         if result is not None:
             model = next((m.model for m in reversed(result.messages) if m.model), "")
             self.state.runs.append(RunSpent(model=model, status=result.status, usage=result.usage))
+            self.state.variables.finish(result.run_id)  # what the run did not change is dropped
         if interrupted or result is None or result.status == "cancelled":
             print("Run cancelled; the conversation is kept and the next %%agent continues it.")
             if interrupted:
@@ -671,28 +679,11 @@ class AgentMagics(Magics):
         print("The conversation was reset.")
 
     def _cmd_undo(self, rest: list[str]) -> None:
-        """Undo a run's changes to the live notebook: the latest run that changed it, or ``RUN``."""
-        from .live_document import LiveNotebookError
-        from .live_notebook import Mismatched, NoPage
-        from .undo_report import undo_run_report
+        """Undo a run's changes to the live notebook and to the variables: the latest run, or
+        ``RUN`` (see :mod:`.undo_command`)."""
+        from .undo_command import undo_command
 
-        live = self.state.live
-        live.settle()
-        state = live.state()
-        if isinstance(state, NoPage):
-            raise user_error(
-                "%agent undo works on the notebook open in JupyterLab or Notebook 7, and no page shows "
-                "this kernel's notebook.",
-                "Open the notebook in JupyterLab (or Notebook 7) with ipyagent's extension; edits to the "
-                "saved file are undone with your editor or version control.",
-            )
-        if isinstance(state, Mismatched):
-            raise user_error(f"Nothing was undone: {state.message}", "Then run %agent undo again.")
-        try:
-            answer = live.undo_run(rest[0] if rest else None)
-        except LiveNotebookError as exc:
-            raise user_error(f"Nothing was undone: {exc}", exc.hint or "See %agent help.") from exc
-        print(undo_run_report(answer))
+        print(undo_command(self.state, rest[0] if rest else None))
 
     def _cmd_fix(self, rest: list[str]) -> None:
         """Explain the last error and propose its fix as an edit of the failing cell

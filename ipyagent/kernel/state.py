@@ -11,6 +11,7 @@ from .history import History
 from .live_notebook import LiveNotebook
 from .notebook_path import find_notebook
 from .runner import MainThread
+from .variable_checkpoint import VariableCheckpoints
 
 if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.agent import Agent
@@ -72,6 +73,8 @@ class KernelState:
     runs: list[RunSpent] = field(default_factory=list)
     #: The comms with the pages showing this kernel's notebook (opened by ``%load_ext``).
     live: LiveNotebook = field(init=False)
+    #: What each run's code changed in the namespace, for an undo of the run.
+    variables: VariableCheckpoints = field(init=False)
     _cells: CellRunner | None = field(default=None, init=False, repr=False)
     #: The MCP servers of every conversation of this kernel (``%agent mcp``), made at first use.
     _mcp: McpServers | None = None
@@ -79,7 +82,13 @@ class KernelState:
     _plugins: dict[str, Plugin] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.live = LiveNotebook(self.shell)
+        self.variables = VariableCheckpoints(self.shell)
+        self.live = LiveNotebook(self.shell, on_request={"undo_variables": self._undo_variables})
+
+    def _undo_variables(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The page's ``undo_variables``: put back what run ``params["run"]``'s code changed."""
+        run = params.get("run")
+        return self.variables.undo(run if isinstance(run, str) and run else None).as_json()
 
     @property
     def cells(self) -> CellRunner:
@@ -87,7 +96,7 @@ class KernelState:
         if self._cells is None:
             from .tools._cell_runs import CellRunner
 
-            self._cells = CellRunner(self.shell, self.main)
+            self._cells = CellRunner(self.shell, self.main, self.variables)
         return self._cells
 
     @property

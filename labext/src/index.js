@@ -22,6 +22,8 @@ import { restore, snapshotText, storageKey } from "./persist.js";
 import { RunLog, runOf, undoRunMessage } from "./runs.js";
 import { documentSnapshot } from "./snapshot.js";
 
+/** How long the page waits for the kernel's answer to its own request (`undo_variables`). */
+const ASK_TIMEOUT_MS = 10000;
 /** How long to wait for the comm's subshell (the way past a busy main shell) before opening anyway. */
 const SUBSHELL_WAIT_MS = 2000;
 
@@ -113,6 +115,9 @@ class Link {
     this.current = null;
     this.kernel = null;
     this.comm = null;
+    /** The page's requests to the kernel awaiting its response: id -> {resolve, reject, timer}. */
+    this.asking = new Map();
+    this.asked = 0;
     this._state = "idle";
     this.warned = false;
     this.probeWhenIdle = false;
@@ -241,6 +246,7 @@ class Link {
     const comm = this.comm;
     this.comm = null;
     this.state = "idle";
+    for (const id of [...this.asking.keys()]) this.answered({ id, ok: false, error: "the kernel went away" });
     if (close && comm && !comm.isDisposed) {
       try {
         comm.close();
@@ -258,6 +264,35 @@ class Link {
   send(data) {
     const comm = this.comm;
     if (this.state === "connected" && comm && !comm.isDisposed) comm.send(data);
+  }
+
+  /** Ask the kernel (protocol 7): a request it answers with a response of the same id. */
+  ask(method, params) {
+    const comm = this.comm;
+    if (this.state !== "connected" || !comm || comm.isDisposed) {
+      return Promise.reject(new Error("the kernel's ipyagent is not connected to this page"));
+    }
+    this.asked += 1;
+    const id = `page-${this.asked}-${Date.now()}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.asking.delete(id);
+        // The request stays queued in a busy kernel (ipykernel 6 has no subshell): it is done later.
+        reject(new Error(`the kernel did not answer within ${ASK_TIMEOUT_MS / 1000} s (busy?); it does it when it gets to it`));
+      }, ASK_TIMEOUT_MS);
+      this.asking.set(id, { resolve, reject, timer });
+      comm.send({ kind: "request", id, method, params });
+    });
+  }
+
+  /** The kernel's response to one of the page's requests. */
+  answered({ id, ok, result, error }) {
+    const waiting = this.asking.get(id);
+    if (!waiting) return;
+    this.asking.delete(id);
+    clearTimeout(waiting.timer);
+    if (ok) waiting.resolve(result || {});
+    else waiting.reject(new Error(error || "the kernel gave no reason"));
   }
 
   onMessage(comm, msg) {
@@ -279,6 +314,9 @@ class Link {
         break;
       case "notice":
         this.notice(data);
+        break;
+      case "response":
+        this.answered(data);
         break;
       default:
         console.warn(`ipyagent: unknown message from the kernel: ${JSON.stringify(data.kind)}`);
@@ -518,16 +556,23 @@ class Link {
     return { run, ...answer };
   }
 
-  /** The run bar's Undo run: undo, then tell the user what was put back and what was not. */
-  undoRunClicked(run) {
-    let text;
+  /** The run bar's Undo run: undo the cells, ask the kernel to put back the run's variables, then
+   * tell the user what was put back and what was not. */
+  async undoRunClicked(run) {
+    let answer;
     try {
-      text = undoRunMessage(run, this.undoRun(run));
+      answer = this.undoRun(run);
     } catch (err) {
       Notification.error(`ipyagent: could not undo run ${run}: ${(err && err.message) || err}`, { autoClose: false });
       return;
     }
-    Notification.info(text, { autoClose: false });
+    let variables;
+    try {
+      variables = await this.ask("undo_variables", { run: answer.run });
+    } catch (err) {
+      variables = { error: String((err && err.message) || err) };
+    }
+    Notification.info(undoRunMessage(run, answer, variables), { autoClose: false });
   }
 
   /** Undo one reviewed cell: the inverse ops of its edit for that cell only (the user may have

@@ -6,8 +6,9 @@
  * 3: `edit` and `undo_edit` change the open document (the kernel relies on them).
  * 4: `undo_run` undoes a run's changes (`%agent undo`).
  * 5: the `cell_outputs` notice shows a cell the agent runs: outputs, `[*]`, execution count.
- * 6: an edit's provenance may say `fix` (`%agent fix`): Keep on its review runs the cell. */
-export const PROTOCOL = 6;
+ * 6: an edit's provenance may say `fix` (`%agent fix`): Keep on its review runs the cell.
+ * 7: the page asks the kernel too: `undo_variables` after Undo run puts the run's variables back. */
+export const PROTOCOL = 7;
 /** The comm target the kernel registers at `%load_ext ipyagent`; the page opens comms to it. */
 export const TARGET = "ipyagent.notebook";
 /** The comm target the page registers: the kernel opens a comm to it to say "ipyagent is loaded". */

@@ -126,7 +126,7 @@ export function runBarElement({ run, count, onKeepAll, onUndoRun }, doc = docume
   title.textContent = `ipyagent run ${run} changed ${count} cell${count === 1 ? "" : "s"}. `;
   const hint = doc.createElement("span");
   hint.className = `${RUN_BAR_CLASS}-hint`;
-  hint.textContent = "Undo run puts the cells back (sources, order, outputs); the kernel's variables are not rolled back.";
+  hint.textContent = "Undo run puts the cells back (sources, order, outputs) and the variables the run's code changed.";
   title.appendChild(hint);
   root.appendChild(title);
   root.appendChild(button(doc, "Keep all", "jp-mod-accept", onKeepAll));

@@ -8,7 +8,8 @@
 // cell the user changed since is left alone and reported, so it never loses later work. It is a
 // checkpoint: the cells a run changed go back even when the user kept them (Keep, Keep all), for
 // Keep only ends the review (the run's bar goes when nothing of it is left to review). The
-// kernel's variables cannot be rolled back; what the page tells the user says so.
+// kernel puts back the variables the run's code changed when the page asks it (`undo_variables`,
+// index.js); what the page tells the user adds its answer.
 
 import { undoEdit } from "./edits.js";
 
@@ -51,17 +52,38 @@ export function undoRun(doc, entries) {
 }
 
 /**
- * What the user reads after an undo of a run: the counts and that variables are not rolled back
- * first (a notification shows about 140 characters), then each cell left alone and why.
+ * What the user reads after an undo of a run: the counts first (a notification shows about 140
+ * characters), then the variables (`variables`: the kernel's answer to `undo_variables`, or
+ * `{error}` when it gave none), then each cell left alone and why.
  */
-export function undoRunMessage(run, { undone, kept }) {
+export function undoRunMessage(run, { undone, kept }, variables = null) {
   const n = (count) => `${count} cell${count === 1 ? "" : "s"}`;
   const left = kept.length > 0 ? `, ${n(kept.length)} left as ${kept.length === 1 ? "it is" : "they are"}` : "";
-  const parts = [`ipyagent undid run ${run}: put back ${n(undone.length)}${left}; the kernel's variables are not rolled back.`];
+  const parts = [`ipyagent undid run ${run}: put back ${n(undone.length)}${left}.`];
+  const said = variablesMessage(variables);
+  if (said) parts.push(said);
   if (kept.length > 0) {
     const why = kept.map((cell) => `${cell.index === null ? cell.cell_id : `cell ${cell.index + 1}`} (${cell.why})`);
     parts.push(`Left as they are: ${why.join(", ")}.`);
   }
+  return parts.join(" ");
+}
+
+/**
+ * The kernel's answer to `undo_variables` in words: the names put back and removed, those left
+ * as they are and why, or why none were; "" for a run that changed no variable.
+ */
+export function variablesMessage(variables) {
+  if (!variables) return "";
+  const reason = variables.error || variables.refused;
+  if (reason) return `The kernel's variables were not put back: ${reason}.`;
+  const list = (names) => (Array.isArray(names) ? names : []);
+  const done = [];
+  if (list(variables.restored).length > 0) done.push(`put back ${list(variables.restored).join(", ")}`);
+  if (list(variables.removed).length > 0) done.push(`removed ${list(variables.removed).join(", ")} (the run created them)`);
+  const parts = done.length > 0 ? [`Variables: ${done.join("; ")}.`] : [];
+  const kept = list(variables.kept);
+  if (kept.length > 0) parts.push(`Variables left as they are: ${kept.map((k) => `${k.name} (${k.why})`).join(", ")}.`);
   return parts.join(" ");
 }
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { applyEdit, outputsBefore } from "../src/edits.js";
 import { arrayDoc, state } from "./fake_notebook.js";
-import { RunLog, runOf, undoRunMessage } from "../src/runs.js";
+import { RunLog, runOf, undoRunMessage, variablesMessage } from "../src/runs.js";
 
 
 /** A run of four edits (insert, replace, move, delete), remembered as index.js does. */
@@ -49,8 +49,27 @@ test("a cell the user changed since stays, the rest is undone, and the message s
   const text = undoRunMessage("r-1", answer);
   assert.equal(
     text,
-    "ipyagent undid run r-1: put back 3 cells, 1 cell left as it is; the kernel's variables are not rolled back. " +
-      "Left as they are: cell 2 (it was changed since).",
+    "ipyagent undid run r-1: put back 3 cells, 1 cell left as it is. Left as they are: cell 2 (it was changed since).",
+  );
+  const variables = { run: "r-1", restored: ["df", "x"], removed: ["y"], kept: [{ name: "z", why: "changed since the run" }], refused: "" };
+  assert.equal(
+    undoRunMessage("r-1", answer, variables),
+    "ipyagent undid run r-1: put back 3 cells, 1 cell left as it is. Variables: put back df, x; removed y (the run " +
+      "created them). Variables left as they are: z (changed since the run). Left as they are: cell 2 (it was changed since).",
+  );
+});
+
+test("the variables' part says why the kernel put none back, and nothing for a run that changed none", () => {
+  const none = { run: "r-1", restored: [], removed: [], kept: [], refused: "" };
+  assert.equal(variablesMessage(none), "");
+  assert.equal(variablesMessage(null), "");
+  assert.equal(
+    variablesMessage({ error: "the kernel's ipyagent is not connected to this page" }),
+    "The kernel's variables were not put back: the kernel's ipyagent is not connected to this page.",
+  );
+  assert.equal(
+    variablesMessage({ ...none, refused: "the agent's code is running now; undo the run when it has ended" }),
+    "The kernel's variables were not put back: the agent's code is running now; undo the run when it has ended.",
   );
 });
 

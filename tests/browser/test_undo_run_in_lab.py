@@ -1,9 +1,10 @@
 """Each run is a checkpoint, in a real JupyterLab: "Undo run" on the bar of a run's changes puts
 back what the run did to the cells (sources, order, a deleted cell with its output, an inserted
-cell removed), leaves a cell the user changed since as it is and says so, and says that the
-kernel's variables are not rolled back. Keep ends a cell's review, not the checkpoint: an undo of
-the run puts kept cells back too, even after Keep all. ``%agent undo`` does the same from the
-kernel. A run that only moved and deleted cells shows its bar too.
+cell removed), leaves a cell the user changed since as it is and says so, and asks the kernel to
+put back the variables the run's code changed (a run that changed none says nothing of them).
+Keep ends a cell's review, not the checkpoint: an undo of the run puts kept cells back too, even
+after Keep all. ``%agent undo`` does the same from the kernel. A run that only moved and deleted
+cells shows its bar too.
 Screenshots go to tests/browser/screenshots/undo_run/."""
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def test_undo_run_puts_back_the_run_and_keeps_the_users_later_edit(page: Any, la
     bar(page).wait_for(timeout=10_000)
     title = bar(page).locator(".jp-ipyagent-run-title").inner_text()
     assert "changed 4 cells" in title, title
-    assert "the kernel's variables are not rolled back" in title
+    assert "and the variables the run's code changed" in title
     # The bar is on the first reviewed cell of the run, in the document's order: c-total.
     assert page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-ipyagent-run").count() == 1
 
@@ -74,11 +75,11 @@ def test_undo_run_puts_back_the_run_and_keeps_the_users_later_edit(page: Any, la
     assert output_of(page, "c-print") == "2\n", "the deleted cell comes back with its output"
     note = page.locator(".jp-ipyagent-review-note")
     assert note.inner_text() == "Not undone: it was changed since, so your work there is kept."
-    # The notification shows its first ~140 characters: the counts and the note on variables.
+    # The notification shows its first ~140 characters: the counts; this run changed no variable.
     message = page.get_by_text("ipyagent undid run", exact=False).first
     message.wait_for(timeout=10_000)
     text = message.inner_text()
-    assert "put back 3 cells, 1 cell left as it is; the kernel's variables are not rolled back" in text, text
+    assert "put back 3 cells, 1 cell left as it is." in text and "Variables" not in text, text
 
 
 def test_undo_run_is_a_checkpoint_it_puts_back_kept_cells_too_even_after_keep_all(
@@ -101,7 +102,7 @@ def test_undo_run_is_a_checkpoint_it_puts_back_kept_cells_too_even_after_keep_al
     said = output_of(page, "c-undo")
     assert said.startswith("Undid run run_"), said
     assert "put back 4 cells" in said and "Left as they are" not in said, said
-    assert "The kernel's variables are not rolled back" in said
+    assert "Variables" not in said, "the run changed no variable"
     assert sources(page) == BEFORE, "the kept cell goes too: the notebook is as before the run"
     assert bar(page).count() == 0
 
@@ -186,3 +187,45 @@ def test_undo_run_still_works_after_the_page_is_reloaded(page: Any, lab: Lab) ->
     bar(page).wait_for(state="detached", timeout=10_000)
     assert sources(page) == BEFORE
     assert output_of(page, "c-print") == "2\n", "the deleted cell comes back with its output"
+
+
+VARIABLES_AGENT = """
+%load_ext ipyagent
+from ipyagent.testing import ScriptedModel, tool_call
+
+m = ScriptedModel([
+    [tool_call("edit_cell", {"cell_id": "c-print", "old_source": "print(total)",
+                             "new_source": "print(total, data)"})],
+    [tool_call("run_python", {"code": "total = 100\\ndata.append(4)\\ncreated = 1"})],
+    "Done.",
+])
+"""
+VARIABLES = [
+    ("c-setup", VARIABLES_AGENT),
+    ("c-total", "total = 1 + 1\ndata = [1, 2, 3]"),
+    ("c-print", "print(total)"),
+    ("c-agent", "%%agent -m m --yes --tools notebook,python\nChange things."),
+    ("c-check", "print(total, data, 'created' in globals())"),
+]
+
+
+def test_undo_run_in_the_page_puts_back_the_variables_the_runs_code_changed(page: Any, lab: Lab) -> None:
+    name = "undo-variables.ipynb"
+    write_cells(lab, name, VARIABLES)
+    open_notebook(page, lab, name)
+    for cell_id in ("c-setup", "c-total", "c-agent", "c-check"):
+        run_by_id(page, cell_id)
+    assert output_of(page, "c-check") == "100 [1, 2, 3, 4] True\n"
+    bar(page).wait_for(timeout=10_000)
+    bar(page).get_by_role("button", name="Undo run").click()
+    bar(page).wait_for(state="detached", timeout=10_000)
+    message = page.get_by_text("ipyagent undid run", exact=False).first
+    message.wait_for(timeout=15_000)
+    text = message.inner_text()
+    screenshot(page, "undo_run", "4-variables")
+    assert (
+        "put back 1 cell. Variables: put back data, total; removed created (the run created them)." in text
+    ), text
+    assert sources(page) == VARIABLES
+    run_by_id(page, "c-check")
+    assert output_of(page, "c-check") == "2 [1, 2, 3] False\n", "the list is put back, total and created too"

@@ -62,6 +62,8 @@ def test_a_hello_in_another_protocol_says_which_side_to_renew(
         {"kind": "response", "id": 3, "ok": True, "result": {}},
         {"kind": "response", "id": "r", "ok": True, "result": "not a dict"},
         {"kind": "shout"},
+        {"kind": "request", "id": "u", "method": "read_notebook", "params": {}},
+        {"kind": "request", "id": 1, "method": "undo_variables", "params": {}},
     ],
 )
 def test_what_is_not_a_page_message_is_refused(data: object) -> None:
@@ -71,6 +73,11 @@ def test_what_is_not_a_page_message_is_refused(data: object) -> None:
 def test_a_failed_response_keeps_its_reason() -> None:
     parsed = parse_page_message({"kind": "response", "id": "r", "ok": False, "error": "no notebook"})
     assert parsed == {"kind": "response", "id": "r", "ok": False, "error": "no notebook"}
+
+
+def test_the_page_asks_the_kernel_to_undo_a_runs_variables() -> None:
+    data = {"kind": "request", "id": "u-1", "method": "undo_variables", "params": {"run": "run_1"}}
+    assert parse_page_message(data) == data
 
 
 def test_the_live_document_tells_the_cells_apart() -> None:

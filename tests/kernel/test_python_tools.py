@@ -417,3 +417,24 @@ def test_a_figure_of_several_charts_is_described_chart_by_chart(shell: Any) -> N
         "a figure of 2 charts: 1) a line chart with 2 lines; 2) a scatter plot (y: y) with 1 series of points"
         in out.text
     )
+
+
+async def test_run_python_says_what_an_undo_cannot_put_back_before_its_code_runs(shell: Any) -> None:
+    from ipyagent.kernel.variable_checkpoint import VariableCheckpoints
+
+    variables = VariableCheckpoints(shell)
+    seen: list[str] = []
+    shell.user_ns.update(gen=(i for i in range(3)), seen=seen)
+    agent = Agent(
+        model=ScriptedModel(
+            [tool_call("run_python", {"code": "seen.append('ran')\nfirst = next(gen)"}), "ok"]
+        ),
+        tools=python_tools(shell, MainThread(), variables=variables),
+        auto_approve=True,
+        workspace=Path(__file__).parent,
+    )
+    agent.on("run_warning", lambda event: seen.append(event.code))
+    result = await agent.run("go")
+    assert seen == ["undo_not_covered", "ran"], "the warning comes before the code runs"
+    assert variables.undo(result.run_id).removed == ("first",)
+    assert "first" not in shell.user_ns

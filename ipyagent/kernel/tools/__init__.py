@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..history import History
     from ..live_notebook import LiveNotebook
     from ..runner import MainThread
+    from ..variable_checkpoint import VariableCheckpoints
     from ._cell_runs import CellRunner
 
 GROUPS = ("python", "notebook", "files")
@@ -41,6 +42,7 @@ def kernel_tools(
     session: str | None = None,
     cells: CellRunner | None = None,
     code_in_cells: bool = False,
+    variables: VariableCheckpoints | None = None,
 ) -> list[Tool]:
     """The tools of ``groups``. ``protected`` maps files no tool may write (the conversation's
     session file, the cassette, a headless run's notebook) to what they are; ``live`` is the
@@ -48,16 +50,16 @@ def kernel_tools(
     the name of the conversation's session file (the cells the run changes say so), ``cells``
     what runs the notebook's cells (``run_cell``, offered with the notebook tools);
     ``code_in_cells``: the agent's code runs as new cells of the notebook (``run_new_cell``)
-    instead of hidden in the run (``run_python``), so the notebook shows how each result was made."""
+    instead of hidden in the run (``run_python``), so the notebook shows how each result was made;
+    ``variables`` the kernel's checkpoints of what the agent's code changes (for an undo of a run)."""
     own = _namespace_tools([g for g in groups if g not in (*GROUPS, *OPTIONAL_GROUPS)], namespace or {})
     tools: list[Tool] = []
     code_in_cells = code_in_cells and cells is not None and "python" in groups
     if "python" in groups:
         from .python import python_tools
 
-        tools += [
-            t for t in python_tools(shell, main, history) if not (code_in_cells and t.name == "run_python")
-        ]
+        python_group = python_tools(shell, main, history, variables)
+        tools += [t for t in python_group if not (code_in_cells and t.name == "run_python")]
     if "notebook" in groups or code_in_cells:
         from ..notebook_path import runs_headless
         from .notebook import notebook_tools

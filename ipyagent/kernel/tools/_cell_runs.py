@@ -27,8 +27,10 @@ from ...agentlib.tools import ToolOutput
 from ._cell_outputs import CellOutputs
 
 if TYPE_CHECKING:
+    from ...agentlib.tools import RunContext
     from ..live_protocol import CellOutputsParams
     from ..runner import MainThread
+    from ..variable_checkpoint import CallCheckpoint, VariableCheckpoints
 
 __all__ = ["CellRunner"]
 
@@ -44,9 +46,11 @@ class CellRunner:
     number). Its count is set for both IPython 9 (which moves ``execution_count`` on when a cell
     starts) and earlier releases (which move it on when the cell ends)."""
 
-    def __init__(self, shell: Any, main: MainThread) -> None:
+    def __init__(self, shell: Any, main: MainThread, variables: VariableCheckpoints | None = None) -> None:
         self.shell = shell
         self.main = main
+        #: The kernel's variable checkpoints: a cell a run runs is part of the run's undo.
+        self.variables = variables
         self._ran = 0
 
     def _next_count(self) -> int:
@@ -75,11 +79,21 @@ class CellRunner:
         *,
         send: Callable[[CellOutputsParams], bool] | None,
         timeout: float,
+        run: RunContext | None = None,
     ) -> ToolOutput:
-        """Run ``source`` as cell ``cell_id``; with ``send``, its outputs go to the page."""
+        """Run ``source`` as cell ``cell_id``; with ``send``, its outputs go to the page. Within
+        ``run``, what the cell changes in the namespace is part of the run's checkpoint (an undo
+        of the run puts the variables back, as it puts back the cell's outputs)."""
         sink = CellOutputs(cell_id, send) if send is not None else None
         job = _Job()
-        future = asyncio.ensure_future(self.main.run(lambda: self._execute(job, source, sink)))
+        call = None
+        variables = self.variables
+        if variables is not None and run is not None and run.run_id:
+            run_id = run.run_id
+            call = await self.main.run(lambda: variables.before(run_id, _transformed(self.shell, source)))
+            if warning := call.warning():
+                run.warn("undo_not_covered", warning)
+        future = asyncio.ensure_future(self.main.run(lambda: self._execute(job, source, sink, call)))
         try:
             done, _ = await asyncio.wait({future}, timeout=timeout)
             if not done:
@@ -92,7 +106,16 @@ class CellRunner:
             future.add_done_callback(_retrieve)  # how the cell ended is the run's end, said already
             raise
 
-    def _execute(self, job: _Job, source: str, sink: CellOutputs | None) -> ToolOutput:
+    def _execute(
+        self, job: _Job, source: str, sink: CellOutputs | None, call: CallCheckpoint | None
+    ) -> ToolOutput:
+        try:
+            return self._execute_checked(job, source, sink)
+        finally:
+            if call is not None and self.variables is not None:
+                self.variables.after(call)
+
+    def _execute_checked(self, job: _Job, source: str, sink: CellOutputs | None) -> ToolOutput:
         from .python import execute
 
         if not job.started(threading.get_ident()):

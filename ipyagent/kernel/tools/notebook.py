@@ -514,7 +514,7 @@ def notebook_tools(
                 return notify(CellOutputsParams(**params, run=run.run_id) if run.run_id else params)
 
         timeout = max(1.0, min(float(timeout), 3600.0))
-        output = await cells.run(cell_id, source, send=send, timeout=timeout)
+        output = await cells.run(cell_id, source, send=send, timeout=timeout, run=run)
         head = f"Ran cell {cell_id} in {LIVE}: its outputs are in the cell." if is_live else where
         return ToolOutput(
             text=f"{head}\n{output.text}",
@@ -544,13 +544,14 @@ def notebook_tools(
                 is_live, note = False, f"(not added to the live notebook: {exc})"
             else:
                 new_id = inserted[-1]
-                output = await cells.run(new_id, code, send=live.notify_cell_outputs, timeout=timeout)
+                notify = live.notify_cell_outputs
+                output = await cells.run(new_id, code, send=notify, timeout=timeout, run=run)
                 return ToolOutput(
                     text=f"{head} It ran; its outputs are in the cell.\n{output.text}",
                     is_error=output.is_error,
                     images=output.images,
                 )
-        output = await cells.run("", code, send=None, timeout=timeout)
+        output = await cells.run("", code, send=None, timeout=timeout, run=run)
         where = (
             "(ran in the kernel; this run is headless, so no cell was added)"
             if headless

@@ -26,12 +26,13 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...agentlib.messages import ImageBlock
-from ...agentlib.tools import Tool, ToolOutput, tool
+from ...agentlib.tools import RunContext, Tool, ToolOutput, tool
 from ..history import History
 from ..runner import MainThread
 from .figures import describe_figure, figure_image
 
 if TYPE_CHECKING:
+    from ..variable_checkpoint import VariableCheckpoints
     from ._cell_outputs import CellOutputs
 
 __all__ = ["History", "execute", "format_history", "python_tools"]
@@ -352,10 +353,57 @@ def format_history(shell: Any, history: History | None, n: int) -> str:
 # -- the tools -----------------------------------------------------------------------------------
 
 
-def python_tools(shell: Any, main: MainThread, history: History | None = None) -> list[Tool]:
+async def _no_one(_question: str, _choices: list[str]) -> str | None:
+    return None
+
+
+#: The run context of a tool called directly (in a cell, in a test), not by an agent's run.
+_OUTSIDE_A_RUN = RunContext(run_id="", call_id="", tool_name="", _ask=_no_one)
+
+
+async def checkpointed(
+    main: MainThread,
+    variables: VariableCheckpoints | None,
+    run: RunContext,
+    shell: Any,
+    code: str,
+    job: Callable[[], ToolOutput],
+) -> ToolOutput:
+    """Run ``job`` (the agent's ``code``) on the main thread within the variables' checkpoint of
+    ``run``: what an undo could not put back is said (a ``run_warning``) before the code runs."""
+    if variables is None or not run.run_id:
+        output: ToolOutput = await main.run(job)
+        return output
+    call = await main.run(lambda: variables.before(run.run_id, _transformed(shell, code)))
+    if warning := call.warning():
+        run.warn("undo_not_covered", warning)
+
+    def checked() -> ToolOutput:
+        try:
+            return job()
+        finally:
+            variables.after(call)
+
+    try:
+        output = await main.run(checked)
+    except BaseException:
+        variables.abandon(call)  # stopped before it ran; after() has run if it did
+        raise
+    return output
+
+
+def python_tools(
+    shell: Any,
+    main: MainThread,
+    history: History | None = None,
+    variables: VariableCheckpoints | None = None,
+) -> list[Tool]:
+    """``variables``: the kernel's checkpoints, which ``run_python`` keeps so that an undo of the
+    run puts the variables back."""
+
     # The model reads this docstring (recorded cassettes match it), so what run_python is not —
     # confined by the OS sandbox — is said in the module docstring and docs/sandbox.md instead.
-    async def run_python(code: str) -> ToolOutput:
+    async def run_python(code: str, run: RunContext = _OUTSIDE_A_RUN) -> ToolOutput:
         """Run Python code in the user's live namespace, as if in a new notebook cell.
 
         Variables it defines stay defined for the user. Returns what it printed, the value of
@@ -365,8 +413,7 @@ def python_tools(shell: Any, main: MainThread, history: History | None = None) -
         Args:
             code: Python source. Notebook magics such as %timeit work too.
         """
-        output: ToolOutput = await main.run(lambda: execute(shell, code))
-        return output
+        return await checkpointed(main, variables, run, shell, code, lambda: execute(shell, code))
 
     async def list_variables() -> str:
         """List the user's variables with their types and shapes (DataFrames, arrays, ...)."""
@@ -424,3 +471,11 @@ def python_tools(shell: Any, main: MainThread, history: History | None = None) -
         tool(describe_variable, read_only=True),
         tool(read_history, read_only=True),
     ]
+
+
+def _transformed(shell: Any, code: str) -> str:
+    """``code`` with its magics made Python, as it will run (itself when that fails: the run says why)."""
+    try:
+        return str(shell.transform_cell(code))
+    except Exception:
+        return code
