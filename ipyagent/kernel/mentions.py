@@ -79,7 +79,9 @@ def _line(name: str, value: Any) -> str:
         shown = [f"{c} ({dtypes[c]})" for c in list(columns)[:MAX_COLUMNS]]
         more = f", … {len(columns) - MAX_COLUMNS} more" if len(columns) > MAX_COLUMNS else ""
         line += f"; columns: {', '.join(shown)}{more}"
-    return line
+    # Made to call run_python, the 1.5B began its code with pd.read_csv('df.csv') in 3 of the
+    # first 4 questions of bench/data_tasks.py; told where the data is, it used the name.
+    return f"{line}\n`{name}` is already loaded in run_python's namespace. Do not read a file; compute on it directly, e.g. `{name}.head()`."
 
 
 def _is_data(value: Any) -> bool:

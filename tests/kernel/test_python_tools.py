@@ -438,3 +438,21 @@ async def test_run_python_says_what_an_undo_cannot_put_back_before_its_code_runs
     assert seen == ["undo_not_covered", "ran"], "the warning comes before the code runs"
     assert variables.undo(result.run_id).removed == ("first",)
     assert "first" not in shell.user_ns
+
+
+def test_a_file_named_like_a_loaded_variable_gets_a_hint_to_use_the_variable(
+    shell: Any, tmp_path: Path
+) -> None:
+    import pandas as pd
+
+    shell.user_ns["penguins"] = pd.DataFrame({"island": ["Biscoe", "Dream"]})
+    out = execute(shell, f"import pandas as pd\npenguins = pd.read_csv({str(tmp_path / 'penguins.csv')!r})")
+    assert out.is_error and "FileNotFoundError" in out.text
+    assert out.text.endswith(
+        "Hint: `penguins` is already loaded in this namespace (pandas.DataFrame shape=(2, 1)): "
+        "use it by name, read no file."
+    )
+    assert list(shell.user_ns["penguins"].island) == ["Biscoe", "Dream"]  # the failed line bound nothing
+    # Only a file named like a data variable: not a missing file of another name, not a module.
+    assert "Hint" not in execute(shell, "open('other.csv')").text
+    assert "Hint" not in execute(shell, "open('pd.csv')").text

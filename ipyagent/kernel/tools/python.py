@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import inspect
 import itertools
 import linecache
 import re
@@ -23,6 +24,7 @@ import threading
 import traceback
 import types
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...agentlib.messages import ImageBlock
@@ -129,7 +131,7 @@ def execute(
         elif set(data) - {"text/plain"}:
             display.append(data)
     if error is not None:
-        sections.append(f"[error]\n{cap(error)}")
+        sections.append(f"[error]\n{cap(error)}{_loaded_already(failure, shell.user_ns)}")
         if sink is not None and failure is not None:
             sink.error(type(failure).__name__, str(failure), error.splitlines())
     text = "\n\n".join(sections) or "(ran without output)"
@@ -163,6 +165,23 @@ def _sigint_watch() -> Iterator[Callable[[], bool]]:
     finally:
         if signal.getsignal(signal.SIGINT) is watching:  # unless the code installed its own
             signal.signal(signal.SIGINT, previous)
+
+
+def _loaded_already(failure: BaseException | None, namespace: dict[str, Any]) -> str:
+    """A hint after a file that does not exist when a variable of the namespace has its name:
+    ``pd.read_csv('penguins.csv')`` with ``penguins`` loaded. Small models guess a file for a
+    frame they were told is in memory (bench/data_tasks.py), then tell the user to fix the path."""
+    if not isinstance(failure, FileNotFoundError) or not isinstance(failure.filename, str):
+        return ""
+    name = Path(failure.filename).stem
+    value = namespace.get(name)
+    if value is None or name.startswith("_") or inspect.ismodule(value) or callable(value):
+        return ""
+    shape = getattr(value, "shape", None)
+    what = f"{type(value).__module__.split('.')[0]}.{type(value).__name__}" + (
+        f" shape={tuple(shape)}" if isinstance(shape, tuple) else ""
+    )
+    return f"\nHint: `{name}` is already loaded in this namespace ({what}): use it by name, read no file."
 
 
 def _format_error(exc: BaseException, filename: str) -> str:
