@@ -13,7 +13,8 @@ file to read. Only names whose value is data count, so "print" or "pd" never att
 Such a prompt is a question about the data, and the embedded model answers it by running code
 first (:func:`compute_first`): given the frame's one-line summary, Qwen2.5-Coder-1.5B otherwise
 answered from the summary itself — the whole frame's row count for "how many penguins live on
-Biscoe" — in most of the data questions of ``bench/data_tasks.py``.
+Biscoe" — in most of the data questions of ``bench/data_tasks.py``; and after a failed call it
+told the user to fix the path it had guessed instead of calling again.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ import re
 from collections.abc import Collection, Container, Mapping, Sequence
 from typing import Any
 
-from ..agentlib.messages import TextBlock
+from ..agentlib.messages import Message, TextBlock
+from ..agentlib.model import ToolChoice, ToolSpec
+from ..agentlib.tool_choice import ToolChoicePolicy
 from .context import shape_of
 from .tools.python import cap, describe
 
-__all__ = ["MAX_MENTIONS", "compute_first", "mentioned_variables"]
+__all__ = ["COMPUTE_TRIES", "MAX_MENTIONS", "compute_first", "mentioned_variables"]
 
 MAX_MENTIONS = 8
 #: Columns a plain name's line lists.
@@ -62,14 +65,28 @@ def mentioned_variables(
     return blocks
 
 
-def compute_first(attachments: Sequence[object], tools: Collection[str]) -> tuple[str, ...] | None:
-    """The tool choice of a prompt whose attachments include plainly named data (only a prompt to
-    the embedded model has them, see :func:`mentioned_variables`): its first request must call
-    ``run_python``; the loop lets the model answer once a tool has run. None: the usual choice."""
+#: Failed ``run_python`` calls after which a data question is left to the model.
+COMPUTE_TRIES = 3
+
+
+def compute_first(attachments: Sequence[object], tools: Collection[str]) -> ToolChoicePolicy | None:
+    """The tool-choice policy of a prompt whose attachments include plainly named data (only a
+    prompt to the embedded model has them, see :func:`mentioned_variables`): each request must
+    call ``run_python`` until a call has succeeded (or :data:`COMPUTE_TRIES` have failed), then
+    the model answers from the result. None: the usual choice."""
     # A plain name's block is labelled with the name itself; a mention's with "@name", and the
     # notebook context's with words.
     bare = any(isinstance(b, TextBlock) and (b.attached or "").isidentifier() for b in attachments)
-    return ("run_python",) if bare and "run_python" in tools else None
+    return _until_computed if bare and "run_python" in tools else None
+
+
+def _until_computed(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ToolChoice:
+    # After a failed call (a guessed file, a typo) the 1.5B told the user to fix the path rather
+    # than call again; held to run_python it reads the error and corrects the code.
+    results = [r for m in messages for r in m.tool_results if r.name == "run_python"]
+    if any(not r.is_error for r in results) or len(results) >= COMPUTE_TRIES:
+        return "auto"
+    return ("run_python",)
 
 
 def _line(name: str, value: Any) -> str:
@@ -80,8 +97,10 @@ def _line(name: str, value: Any) -> str:
         more = f", … {len(columns) - MAX_COLUMNS} more" if len(columns) > MAX_COLUMNS else ""
         line += f"; columns: {', '.join(shown)}{more}"
     # Made to call run_python, the 1.5B began its code with pd.read_csv('df.csv') in 3 of the
-    # first 4 questions of bench/data_tasks.py; told where the data is, it used the name.
-    return f"{line}\n`{name}` is already loaded in run_python's namespace. Do not read a file; compute on it directly, e.g. `{name}.head()`."
+    # first 4 questions of bench/data_tasks.py, and still did when told only that the frame is
+    # loaded; shown how it is used, it computed on the name.
+    loaded = f"`{name}` is already loaded in run_python's namespace."
+    return f"{line}\n{loaded} Do not read a file; compute on it directly, e.g. `{name}.head()`."
 
 
 def _is_data(value: Any) -> bool:

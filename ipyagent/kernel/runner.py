@@ -29,7 +29,9 @@ if TYPE_CHECKING:  # the core loads at the first %%agent, not at %load_ext
     from ..agentlib.agent import Agent
     from ..agentlib.background import BackgroundLoop
     from ..agentlib.events import AgentEvent
+    from ..agentlib.model import ToolChoice
     from ..agentlib.result import RunResult
+    from ..agentlib.tool_choice import ToolChoicePolicy
 
 __all__ = ["MainThread", "Renderer", "run_blocking"]
 
@@ -162,7 +164,7 @@ def run_blocking(
     poll: Callable[[], None] | None = None,
     attachments: Sequence[Any] = (),
     output_type: Any = None,
-    tool_choice: tuple[str, ...] | None = None,
+    tool_choice: ToolChoice | ToolChoicePolicy | None = None,
 ) -> tuple[RunResult | None, bool]:
     """Run ``agent`` on ``prompt`` and wait for it on this (the main) thread.
 

@@ -10,19 +10,21 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from ipyagent.kernel.mentions import MAX_MENTIONS, compute_first, mentioned_variables
+from ipyagent.agentlib.messages import Message, ToolResultBlock
+from ipyagent.kernel.mentions import COMPUTE_TRIES, MAX_MENTIONS, compute_first, mentioned_variables
 from ipyagent.testing import ScriptedModel, tool_call
 
 
 @pytest.fixture
 def ipython_shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """An IPython shell in this process with ipyagent loaded; names a test adds are removed."""
-    from IPython.testing.globalipapp import get_ipython
+    import IPython
+    from IPython.testing.globalipapp import start_ipython
 
     from ipyagent.kernel.extension import _STATES
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    shell = get_ipython()
+    shell = start_ipython() or IPython.get_ipython()  # started once per process
     names = set(shell.user_ns)
     shell.extension_manager.load_extension("ipyagent")
     loop = _STATES[id(shell)].loop.loop
@@ -88,10 +90,21 @@ def test_a_prompt_naming_data_plainly_must_compute_first_when_run_python_is_offe
     namespace = {"df": pd.DataFrame({"a": [1]})}
     plain = mentioned_variables("How many rows has df?", namespace, bare=True)
     mentioned = mentioned_variables("How many rows has @df?", namespace, bare=True)
-    assert compute_first(plain, ["run_python", "describe_variable"]) == ("run_python",)
     assert compute_first(plain, ["describe_variable"]) is None  # nothing to compute with
     assert compute_first(mentioned, ["run_python"]) is None  # @df attaches for every model
     assert compute_first([], ["run_python"]) is None
+    policy = compute_first(plain, ["run_python", "describe_variable"])
+    assert policy is not None
+    prompt = Message.user("How many rows has df?")
+
+    def result(is_error: bool, name: str = "run_python") -> Message:
+        return Message.user("", ToolResultBlock(tool_call_id="c", name=name, content="", is_error=is_error))
+
+    assert policy([prompt], []) == ("run_python",)
+    assert policy([prompt, result(True)], []) == ("run_python",)  # a failed call: call again
+    assert policy([prompt, result(True, "describe_variable"), result(True)], []) == ("run_python",)
+    assert policy([prompt, result(True), result(False)], []) == "auto"  # computed: now answer
+    assert policy([prompt] + [result(True)] * COMPUTE_TRIES, []) == "auto"  # the model may give up
 
 
 @pytest.mark.parametrize(
@@ -115,3 +128,24 @@ def test_the_embedded_model_computes_a_data_question_before_it_answers(
     shell.run_cell_magic("agent", "-y -m small_model --tools python", prompt)
     assert model.requests[0].tool_choice == choice
     assert [r.tool_choice for r in model.requests[1:]] == ["auto"]  # then it answers from the result
+
+
+def test_held_to_run_python_the_embedded_model_corrects_a_guessed_file(
+    ipython_shell: Any, tmp_path: Path
+) -> None:
+    shell = ipython_shell
+    shell.user_ns["wine"] = pd.DataFrame({"alcohol": [12.0, 14.0]})
+    model = ScriptedModel(
+        [
+            tool_call("run_python", {"code": "import pandas as pd\nwine = pd.read_csv('wine.csv')"}),
+            tool_call("run_python", {"code": "wine.alcohol.max()"}),
+            "14.0",
+        ],
+        model_id="local/scripted",
+    )
+    shell.user_ns["small_model"] = model
+    shell.magics_manager.registry["AgentMagics"].session_dir = str(tmp_path)
+    shell.run_cell_magic("agent", "-y -m small_model --tools python", "What is the highest alcohol in wine?")
+    assert [r.tool_choice for r in model.requests] == [("run_python",), ("run_python",), "auto"]
+    failed = model.requests[1].messages[-1].tool_results[0]
+    assert failed.is_error and "`wine` is already loaded in this namespace" in failed.content

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import IPython
 import matplotlib
 import pytest
 from IPython.testing.globalipapp import start_ipython
@@ -25,7 +26,8 @@ matplotlib.use("Agg")
 
 @pytest.fixture(scope="session")
 def ipython() -> Any:
-    return start_ipython()
+    # The process's test shell: start_ipython() starts it once and returns None after that.
+    return start_ipython() or IPython.get_ipython()
 
 
 @pytest.fixture

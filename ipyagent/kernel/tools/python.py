@@ -131,7 +131,7 @@ def execute(
         elif set(data) - {"text/plain"}:
             display.append(data)
     if error is not None:
-        sections.append(f"[error]\n{cap(error)}{_loaded_already(failure, shell.user_ns)}")
+        sections.append(f"[error]\n{cap(error)}{_loaded_already(failure, tree, shell.user_ns)}")
         if sink is not None and failure is not None:
             sink.error(type(failure).__name__, str(failure), error.splitlines())
     text = "\n\n".join(sections) or "(ran without output)"
@@ -167,21 +167,30 @@ def _sigint_watch() -> Iterator[Callable[[], bool]]:
             signal.signal(signal.SIGINT, previous)
 
 
-def _loaded_already(failure: BaseException | None, namespace: dict[str, Any]) -> str:
-    """A hint after a file that does not exist when a variable of the namespace has its name:
-    ``pd.read_csv('penguins.csv')`` with ``penguins`` loaded. Small models guess a file for a
-    frame they were told is in memory (bench/data_tasks.py), then tell the user to fix the path."""
+def _loaded_already(failure: BaseException | None, tree: ast.Module, namespace: dict[str, Any]) -> str:
+    """A hint after a file that does not exist, when the code meant a variable of the namespace:
+    one with the file's name (``pd.read_csv('penguins.csv')``) or one the code loads again
+    (``df = pd.read_csv('wine.csv')`` with ``df`` loaded). Small models guess a file for a frame
+    they were told is in memory (bench/data_tasks.py), then tell the user to fix the path."""
     if not isinstance(failure, FileNotFoundError) or not isinstance(failure.filename, str):
         return ""
-    name = Path(failure.filename).stem
-    value = namespace.get(name)
-    if value is None or name.startswith("_") or inspect.ismodule(value) or callable(value):
-        return ""
-    shape = getattr(value, "shape", None)
-    what = f"{type(value).__module__.split('.')[0]}.{type(value).__name__}" + (
-        f" shape={tuple(shape)}" if isinstance(shape, tuple) else ""
-    )
-    return f"\nHint: `{name}` is already loaded in this namespace ({what}): use it by name, read no file."
+    assigned = [
+        target.id
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        for target in statement.targets
+        if isinstance(target, ast.Name)
+    ]
+    for name in [Path(failure.filename).stem, *assigned]:
+        value = namespace.get(name)
+        if value is None or name.startswith("_") or inspect.ismodule(value) or callable(value):
+            continue
+        shape = getattr(value, "shape", None)
+        what = f"{type(value).__module__.split('.')[0]}.{type(value).__name__}" + (
+            f" shape={tuple(shape)}" if isinstance(shape, tuple) else ""
+        )
+        return f"\nHint: `{name}` is already loaded in this namespace ({what}): use it by name, read no file."
+    return ""
 
 
 def _format_error(exc: BaseException, filename: str) -> str:
