@@ -449,11 +449,17 @@ def test_a_file_named_like_a_loaded_variable_gets_a_hint_to_use_the_variable(
 
     shell.user_ns["penguins"] = pd.DataFrame({"island": ["Biscoe", "Dream"]})
     out = execute(shell, f"import pandas as pd\npenguins = pd.read_csv({str(tmp_path / 'penguins.csv')!r})")
+    assert "read_csv" in out.text
     assert out.is_error and "FileNotFoundError" in out.text
+    missing = str(tmp_path / "penguins.csv")
     assert out.text.endswith(
         "Hint: `penguins` is already loaded in this namespace (pandas.DataFrame shape=(2, 1)): "
-        "use it by name, read no file."
+        f"remove the line `penguins = pd.read_csv({missing!r})` and use `penguins`; read no file."
     )
+    # A file of another name read into a loaded variable: the same hint, naming the variable.
+    again = execute(shell, "import pandas as pd\nframe = penguins\npenguins = pd.read_csv('wine.csv')")
+    assert "Hint: `penguins` is already loaded" in again.text
+    assert "remove the line `penguins = pd.read_csv('wine.csv')`" in again.text
     assert list(shell.user_ns["penguins"].island) == ["Biscoe", "Dream"]  # the failed line bound nothing
     # Only a file named like a data variable: not a missing file of another name, not a module.
     assert "Hint" not in execute(shell, "open('other.csv')").text

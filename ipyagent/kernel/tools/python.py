@@ -131,7 +131,9 @@ def execute(
         elif set(data) - {"text/plain"}:
             display.append(data)
     if error is not None:
-        sections.append(f"[error]\n{cap(error)}{_loaded_already(failure, tree, shell.user_ns)}")
+        sections.append(
+            f"[error]\n{cap(error)}{_loaded_already(failure, tree, source, filename, shell.user_ns)}"
+        )
         if sink is not None and failure is not None:
             sink.error(type(failure).__name__, str(failure), error.splitlines())
     text = "\n\n".join(sections) or "(ran without output)"
@@ -167,21 +169,27 @@ def _sigint_watch() -> Iterator[Callable[[], bool]]:
             signal.signal(signal.SIGINT, previous)
 
 
-def _loaded_already(failure: BaseException | None, tree: ast.Module, namespace: dict[str, Any]) -> str:
+def _loaded_already(
+    failure: BaseException | None, tree: ast.Module, source: str, filename: str, namespace: dict[str, Any]
+) -> str:
     """A hint after a file that does not exist, when the code meant a variable of the namespace:
     one with the file's name (``pd.read_csv('penguins.csv')``) or one the code loads again
     (``df = pd.read_csv('wine.csv')`` with ``df`` loaded). Small models guess a file for a frame
-    they were told is in memory (bench/data_tasks.py), then tell the user to fix the path."""
+    they were told is in memory (bench/data_tasks.py), then tell the user to fix the path; told
+    which line to drop, they drop it."""
     if not isinstance(failure, FileNotFoundError) or not isinstance(failure.filename, str):
         return ""
-    assigned = [
-        target.id
+    # The line of the agent's code that failed: the assignment it was, if it was one.
+    lines = [f.lineno for f in traceback.extract_tb(failure.__traceback__) if f.filename == filename]
+    failed = next((line for line in reversed(lines) if line is not None), -1)
+    loads = {
+        target.id: ast.get_source_segment(source, statement) or ""
         for statement in tree.body
-        if isinstance(statement, ast.Assign)
+        if isinstance(statement, ast.Assign) and statement.lineno <= failed <= (statement.end_lineno or 0)
         for target in statement.targets
         if isinstance(target, ast.Name)
-    ]
-    for name in [Path(failure.filename).stem, *assigned]:
+    }
+    for name in [Path(failure.filename).stem, *loads]:
         value = namespace.get(name)
         if value is None or name.startswith("_") or inspect.ismodule(value) or callable(value):
             continue
@@ -189,7 +197,9 @@ def _loaded_already(failure: BaseException | None, tree: ast.Module, namespace: 
         what = f"{type(value).__module__.split('.')[0]}.{type(value).__name__}" + (
             f" shape={tuple(shape)}" if isinstance(shape, tuple) else ""
         )
-        return f"\nHint: `{name}` is already loaded in this namespace ({what}): use it by name, read no file."
+        line = loads.get(name, "")
+        fix = f"remove the line `{line}` and use `{name}`" if line else f"use `{name}` by name"
+        return f"\nHint: `{name}` is already loaded in this namespace ({what}): {fix}; read no file."
     return ""
 
 
