@@ -26,7 +26,7 @@ from typing import Any
 
 from ..agentlib.messages import Message, TextBlock
 from ..agentlib.model import ToolChoice, ToolSpec
-from ..agentlib.tool_choice import ToolChoicePolicy
+from ..agentlib.tool_choice import ToolChoicePolicy, call_named_tools, named_calls
 from .context import shape_of
 from .tools.python import cap, describe
 
@@ -73,7 +73,8 @@ def compute_first(attachments: Sequence[object], tools: Collection[str]) -> Tool
     """The tool-choice policy of a prompt whose attachments include plainly named data (only a
     prompt to the embedded model has them, see :func:`mentioned_variables`): each request must
     call ``run_python`` until a call has succeeded (or :data:`COMPUTE_TRIES` have failed), then
-    the model answers from the result. None: the usual choice."""
+    the model answers from the result; a prompt that tells the model which tool to call keeps
+    the default policy. None: the usual choice."""
     # A plain name's block is labelled with the name itself; a mention's with "@name", and the
     # notebook context's with words.
     bare = any(isinstance(b, TextBlock) and (b.attached or "").isidentifier() for b in attachments)
@@ -81,6 +82,8 @@ def compute_first(attachments: Sequence[object], tools: Collection[str]) -> Tool
 
 
 def _until_computed(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ToolChoice:
+    if messages and named_calls(messages[0].text, tools):
+        return call_named_tools(messages, tools)  # "call describe_variable on df": as the user says
     # After a failed call (a guessed file, a typo) the 1.5B told the user to fix the path rather
     # than call again; held to run_python it reads the error and corrects the code.
     results = [r for m in messages for r in m.tool_results if r.name == "run_python"]

@@ -112,6 +112,11 @@ def test_a_prompt_naming_data_plainly_must_compute_first_when_run_python_is_offe
     [
         ("local/scripted", "In df, how many rows have a above 1?", ("run_python",)),
         ("local/scripted", "What is a Jupyter kernel?", "auto"),
+        (
+            "local/scripted",
+            "Call describe_variable on df, then say how many rows it has.",
+            ("describe_variable",),
+        ),
         ("scripted/script", "In df, how many rows have a above 1?", "auto"),  # a larger model decides
     ],
 )
