@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from .atomic import atomic_bytes
 from .errors import UserError
-from .providers.local_backend import BACKENDS, local_backend
+from .providers.local_backend import BACKENDS, ENV_PROMPT_CACHE, cache_root, local_backend, prompt_cache_dir
 
 if TYPE_CHECKING:
     from .model import Provider
@@ -54,7 +54,6 @@ __all__ = [
 ]
 
 ENV_MODEL = "IPYAGENT_LOCAL_MODEL"
-ENV_PROMPT_CACHE = "IPYAGENT_PROMPT_CACHE"
 
 
 @dataclass(frozen=True)
@@ -141,21 +140,7 @@ _GET_ONE = (
 
 def cache_dir() -> Path:
     """Where joined model files are kept."""
-    explicit = os.environ.get("IPYAGENT_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser() / "models"
-    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "ipyagent" / "models"
-
-
-def prompt_cache_dir() -> Path | None:
-    """Where the local model keeps its prompt openings between processes (see
-    :mod:`~ipyagent.agentlib.providers._local_opening`): ``$IPYAGENT_PROMPT_CACHE`` when set
-    (``off`` or empty: nowhere), else ``prompts`` beside the models folder."""
-    explicit = os.environ.get(ENV_PROMPT_CACHE)
-    if explicit is not None:
-        return None if explicit.strip().lower() in ("", "off", "0", "no") else Path(explicit).expanduser()
-    return cache_dir().parent / "prompts"
+    return cache_root() / "models"
 
 
 def _known(name: str) -> KnownModel | None:

@@ -12,7 +12,7 @@ the process. The file's name is a digest of the runtime's version, the model fil
 modification time), the window and the opening's tokens, so a changed system prompt, tool set
 or model never meets an old state. A file the server cannot restore (another llama.cpp build) is
 deleted and the opening is read as before. The folder keeps the :data:`KEEP` most recently used
-states; it is :func:`~ipyagent.agentlib.local_models.prompt_cache_dir` (``$IPYAGENT_PROMPT_CACHE``
+states; it is :func:`~.local_backend.prompt_cache_dir` (``$IPYAGENT_PROMPT_CACHE``
 moves it, ``off`` turns the cache off).
 """
 

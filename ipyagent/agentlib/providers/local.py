@@ -62,7 +62,7 @@ from ._local_grammar import (
 from ._local_llama import Done, import_llama
 from ._local_parse import ParsedCall, ReplyReader, ToolTextParser
 from ._local_prompt import ANSWER_OPENER, render_opening, render_prompt
-from .local_backend import BACKEND_HINT, Backend, local_backend
+from .local_backend import BACKEND_HINT, Backend, local_backend, prompt_cache_dir
 
 INSTALL_HINT = BACKEND_HINT
 
@@ -118,7 +118,7 @@ class LocalModel:
         prompt_cache: The folder where the KV state of the prompt's opening (system prompt and
             tools) is kept between processes, so a new kernel does not read it again
             (:mod:`._local_opening`; xllamacpp only); default:
-            :func:`~ipyagent.agentlib.local_models.prompt_cache_dir`; False: not kept.
+            :func:`~.local_backend.prompt_cache_dir`; False: not kept.
     """
 
     #: Temperature 0 decodes greedily: the same request gives the same reply. A recording
@@ -158,8 +158,6 @@ class LocalModel:
         self.prompt_lookup = prompt_lookup
         self.backend: Backend = local_backend(backend)
         if isinstance(prompt_cache, bool):
-            from ..local_models import prompt_cache_dir
-
             self.prompt_cache: Path | None = prompt_cache_dir() if prompt_cache else None
         else:
             self.prompt_cache = Path(prompt_cache)
