@@ -107,13 +107,14 @@ def render_prompt(template: str | None, request: ModelRequest, *, bos: str = "",
 
 def render_opening(template: str | None, request: ModelRequest, *, bos: str = "", eos: str = "") -> str:
     """The opening every prompt of ``request``'s conversation shares: the system turn (system
-    prompt and tools) alone, without the conversation or the generation prompt. Empty when the
-    template renders the system turn differently once messages follow it."""
+    prompt and tools) alone, without the conversation or the generation prompt. Whether the whole
+    prompt really starts with it (a template may render the system turn differently once messages
+    follow) is for the caller to check, on the tokens it has. Empty when the template cannot
+    render a system turn alone."""
     try:
-        text = _render(template, request, bos=bos, eos=eos, opening=True)
+        return _render(template, request, bos=bos, eos=eos, opening=True)
     except ProviderError:
         return ""  # a template that needs a user message: no opening to keep
-    return text if text and render_prompt(template, request, bos=bos, eos=eos).startswith(text) else ""
 
 
 def _render(template: str | None, request: ModelRequest, *, bos: str, eos: str, opening: bool) -> str:

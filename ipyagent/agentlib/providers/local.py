@@ -196,7 +196,8 @@ class LocalModel:
         bos: str,
         eos: str,
     ) -> int:
-        """How many of ``tokens`` are the opening a new process can restore (0: none)."""
+        """How many of ``tokens`` are the opening a new process can restore (0: none, also when
+        the prompt's tokens do not start with the opening's)."""
         if self.backend != "xllamacpp" or loaded.openings_dir is None or not request.system:
             return 0
         text = render_opening(template, request, bos=bos, eos=eos)

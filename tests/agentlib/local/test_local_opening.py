@@ -133,3 +133,12 @@ def test_the_state_name_follows_the_tokens_the_window_and_the_model_file(tmp_pat
     assert name != opening.state_name(model, 4096, 256, [1, 2, 3])
     model.write_bytes(b"other weights")
     assert name != opening.state_name(model, 2048, 256, [1, 2, 3])
+
+
+def test_an_opening_counts_only_when_the_prompt_starts_with_its_tokens() -> None:
+    from ipyagent.agentlib.providers.local import _opening_length
+
+    assert _opening_length([1, 2, 3, 4], [1, 2, 3]) == 3
+    # A template or tokenizer that joins the system turn to what follows: nothing is kept.
+    assert _opening_length([1, 2, 9, 4], [1, 2, 3]) == 0
+    assert _opening_length([1, 2], []) == 0
